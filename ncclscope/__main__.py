@@ -1,0 +1,5 @@
+"""`python -m ncclscope` runs the CLI."""
+
+from ncclscope.cli import main
+
+raise SystemExit(main())

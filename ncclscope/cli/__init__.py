@@ -1,0 +1,48 @@
+"""CLI stage: the Typer app. The only place that prints, reads the terminal or picks exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ncclscope.errors import EXIT_BAD_INPUT, NcclscopeError
+
+app = typer.Typer(
+    name="ncclscope",
+    help="Why is my multi-GPU PyTorch/NCCL job slow, hung or broken? Reads NCCL_DEBUG logs, "
+    "PyTorch watchdog lines, Flight Recorder dumps and torch.profiler traces.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    # Importing a command module attaches its command to `app`.
+    from ncclscope.cli import analyze, capture, coverage, report, rules  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; domain errors become one line on stderr, no traceback."""
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except NcclscopeError as e:
+        print(f"ncclscope: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except typer.Exit as e:
+        return int(e.exit_code or 0)
+    except SystemExit as e:  # click's own usage errors
+        return int(e.code or 0) if isinstance(e.code, int) else EXIT_BAD_INPUT
+    except (typer.Abort, KeyboardInterrupt):
+        print("ncclscope: aborted", file=sys.stderr)
+        return 130
+    except Exception as e:  # click.UsageError and friends
+        from click import ClickException
+
+        if isinstance(e, ClickException):
+            e.show()
+            return EXIT_BAD_INPUT
+        raise
+    return 0

@@ -1,0 +1,44 @@
+"""CLI stage, `ncclscope analyze`: read every rank's evidence and print the findings."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from ncclscope.cli import app
+from ncclscope.cli.console import progress_printer, stderr_console, stdout_console
+from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map
+from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, StrictModeError
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def analyze(
+    paths: Paths,
+    trace: TraceDir = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    rank_map: RankMap = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) when some lines match no grammar family.")] = False,
+    quiet: Quiet = False,
+) -> None:
+    """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input."""
+    from ncclscope.report import json_report, terminal
+    from ncclscope.session import analyze as run
+
+    s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress_printer(not quiet))
+    if fmt is Format.json:
+        typer.echo(json_report.render(s), nl=False)
+    else:
+        terminal.render(s, stdout_console())
+    err = stderr_console()
+    for note in s.notes:
+        err.print(f"warning: {note}", markup=False)
+    if strict and s.logs.coverage.unknown:
+        raise StrictModeError(f"--strict: {s.logs.coverage.unknown} line(s) matched no grammar family")
+    raise typer.Exit(EXIT_FINDINGS if s.has_errors else EXIT_OK)

@@ -1,0 +1,5 @@
+"""Findings stage: rules over aligned frames, each with an id, severity and evidence."""
+
+from ncclscope.findings.registry import REGISTRY, Context, Rule, all_rules, rule, run_rules
+
+__all__ = ["REGISTRY", "Context", "Rule", "all_rules", "rule", "run_rules"]

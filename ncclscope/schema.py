@@ -1,0 +1,267 @@
+"""Declared Polars schemas for every frame ncclscope builds (the contract between stages).
+
+Every row of a log frame keeps `path` and `line` (1-based) plus the prefix fields of the line
+it came from; units are in column names (`_us`, `_ms`, `_bytes`, `_gbps`).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+Schema = dict[str, pl.DataType | type[pl.DataType]]
+
+# Fields every log-derived row carries: where it came from and who printed it.
+# host/pid/tid/cuda_dev come from NCCL's `host:pid:tid [dev]` prefix (null when absent);
+# rank_hint comes from a launcher wrapper such as `[rank3]:`, `[default3]:` or `[1,3]<stdout>:`.
+ORIGIN: Schema = {
+    "path": pl.Utf8,
+    "line": pl.Int64,
+    "host": pl.Utf8,
+    "pid": pl.Int64,
+    "tid": pl.Int64,
+    "cuda_dev": pl.Int64,
+    "rank_hint": pl.Int64,
+    "ts_us": pl.Float64,  # wall-clock epoch microseconds when the line had a timestamp
+    "text": pl.Utf8,  # the original line (for evidence), capped in length
+}
+
+
+def _with_origin(extra: Schema) -> Schema:
+    return {**ORIGIN, **extra}
+
+
+# --- log frames (built by ncclscope.frames from parse records) -------------------------------
+
+INITS = _with_origin({
+    "phase": pl.Utf8,  # "start" | "complete" | "comm" (the `comm … nRanks … nNodes` line) | "legacy"
+    "func": pl.Utf8,  # ncclCommInitRank, ncclCommSplit, ncclCommInitAll, … (null when not printed)
+    "comm_ptr": pl.Utf8,  # "0x55…" as printed
+    "comm_id": pl.Utf8,  # commId hex as printed (2.2x+), else null
+    "rank": pl.Int64,
+    "nranks": pl.Int64,
+    "nnodes": pl.Int64,
+    "local_ranks": pl.Int64,
+    "local_rank": pl.Int64,
+    "init_cuda_dev": pl.Int64,
+    "nvml_dev": pl.Int64,
+    "bus_id": pl.Utf8,
+    "parent_comm_ptr": pl.Utf8,  # ncclCommSplit parent, when printed
+    "color": pl.Int64,
+    "key": pl.Int64,
+})
+
+VERSIONS = _with_origin({
+    "kind": pl.Utf8,  # "nccl" | "cuda" (the +cudaX.Y of the banner) | "cuda_driver" | "torch" | "plugin"
+    "value": pl.Utf8,
+})
+
+ENV = _with_origin({
+    "name": pl.Utf8,
+    "value": pl.Utf8,
+})
+
+NETWORK = _with_origin({
+    # "bootstrap" | "socket_iface" | "ib_dev" | "using_network" | "plugin" | "gdr_disabled"
+    # | "ib_no_device" | "ibverbs_missing" | "socket_threads" | "ofi" | "nic_distance"
+    "kind": pl.Utf8,
+    "index": pl.Int64,  # [N] position in a list line
+    "iface": pl.Utf8,
+    "address": pl.Utf8,  # IPv4/IPv6 without the <port>
+    "port": pl.Int64,
+    "net": pl.Utf8,  # Socket | IB | IBext | AWS Libfabric | … (using_network, plugin)
+    "hca": pl.Utf8,
+    "hca_port": pl.Int64,
+    "link_layer": pl.Utf8,  # IB | RoCE
+    "detail": pl.Utf8,
+})
+
+RINGS = _with_origin({
+    "kind": pl.Utf8,  # "ring_order" | "ring_neighbors" | "tree"
+    "channel": pl.Int64,
+    "nchannels": pl.Int64,  # the /MM of `Channel NN/MM :`
+    "order": pl.List(pl.Int64),  # ring order (ring_order) or [prev, me, next] (ring_neighbors)
+    "tree_rank": pl.Int64,  # tree: this rank
+    "tree_up": pl.Int64,  # tree: parent (-1 none)
+    "tree_down": pl.List(pl.Int64),  # tree: children (-1 entries dropped)
+    "truncated": pl.Boolean,  # line capped with `...` or at 20 ranks
+})
+
+CONNECTIONS = _with_origin({
+    "kind": pl.Utf8,  # "ring" (≤2.6 `Ring NN :`) | "channel" | "collnet"
+    "channel": pl.Int64,
+    "conn_index": pl.Int64,  # the /N of `Channel NN/N` (2.12+)
+    "src_rank": pl.Int64,
+    "src_dev": pl.Utf8,  # busId (≤2.18.1) or nvmlDev as printed
+    "dst_rank": pl.Int64,
+    "dst_dev": pl.Utf8,
+    "direction": pl.Utf8,  # "send" | "receive" | null (P2P/SHM lines)
+    "transport": pl.Utf8,  # "P2P" | "SHM" | "NET" | "COLLNET"
+    "detail": pl.Utf8,  # IPC/read, CUMEM, direct pointer, direct/direct, IB/0/GDRDMA, …
+    "net": pl.Utf8,  # for NET: IB | Socket | AWS Libfabric | …
+    "net_dev": pl.Int64,
+    "gdr": pl.Boolean,
+})
+
+CHANNELS = _with_origin({
+    "kind": pl.Utf8,  # "summary" | "connected_rings" | "connected_trees" | "thread_thresholds" | …
+    "coll_channels": pl.Int64,
+    "collnet_channels": pl.Int64,
+    "nvls_channels": pl.Int64,
+    "p2p_channels": pl.Int64,
+    "p2p_per_peer": pl.Int64,
+    "pxn": pl.Int64,
+    "gdr": pl.Int64,
+})
+
+WARNINGS = _with_origin({
+    "level": pl.Utf8,  # "WARN" | "INFO" (NOWARN-downgraded or retry lines)
+    "src_file": pl.Utf8,
+    "src_line": pl.Int64,
+    # socket | ib_completion | ib_async | cuda | oom | shm | duplicate_gpu | version | collective_mismatch
+    # | nvls | bootstrap | proxy | plugin | collnet | ring | other
+    "family": pl.Utf8,
+    "message": pl.Utf8,
+    "peer": pl.Utf8,  # peer address/host when the message names one
+    "status": pl.Int64,  # IB completion status
+    "vendor_err": pl.Int64,
+    "cuda_code": pl.Int64,
+    "benign": pl.Boolean,  # whitelisted noise (plugin probing, libibverbs on Ethernet, …)
+})
+
+TRAIL = _with_origin({
+    "src_file": pl.Utf8,
+    "src_line": pl.Int64,
+    "code": pl.Int64,  # ncclResult_t
+    "thread": pl.Utf8,  # Async thread | Proxy Thread | Progress Thread | Service thread | null
+    "detail": pl.Utf8,  # strerror text when printed
+})
+
+COLLECTIVES = _with_origin({
+    "op": pl.Utf8,  # AllReduce, Broadcast, …
+    "op_count": pl.Int64,  # opCount is printed in hex
+    "comm_ptr": pl.Utf8,
+    "count": pl.Int64,
+    "datatype": pl.Int64,
+    "red_op": pl.Int64,
+    "root": pl.Int64,
+    "nranks": pl.Int64,
+    "stream": pl.Utf8,
+    "sendbuff": pl.Utf8,
+    "recvbuff": pl.Utf8,
+})
+
+TORCH = _with_origin({
+    # watchdog_timeout | pg_status | dump_signal | dump_observed | heartbeat_stuck | created_comm
+    # | backend_error | last_error | desync | taking_down | terminate | init_options | other
+    "kind": pl.Utf8,
+    "severity": pl.Utf8,  # c10 letter I/W/E/F
+    "rank": pl.Int64,  # rank named in the line ([Rank N] / [PG … Rank N]); else rank_hint
+    "pg_id": pl.Utf8,
+    "pg_name": pl.Utf8,
+    "pg_desc": pl.Utf8,
+    "seq": pl.Int64,
+    "op_type": pl.Utf8,
+    "numel_in": pl.Int64,
+    "numel_out": pl.Int64,
+    "timeout_ms": pl.Int64,
+    "ran_for_ms": pl.Int64,
+    "last_enqueued": pl.Int64,
+    "last_completed": pl.Int64,
+    "last_started": pl.Int64,
+    "from_rank": pl.Int64,  # dump signal from rank N (null for "this local rank")
+    "comm_ptr": pl.Utf8,  # created ncclComm_ 0x…
+    "nccl_version": pl.Utf8,
+    "detail": pl.Utf8,
+})
+
+UNKNOWN = _with_origin({
+    "is_nccl": pl.Boolean,  # it carried an NCCL prefix but the message matched no family
+})
+
+# Per (path, host, pid) process stream: span of lines, for hang analysis.
+STREAMS: Schema = {
+    "path": pl.Utf8,
+    "host": pl.Utf8,
+    "pid": pl.Int64,
+    "rank_hint": pl.Int64,
+    "first_line": pl.Int64,
+    "last_line": pl.Int64,
+    "n_lines": pl.Int64,
+    "last_ts_us": pl.Float64,
+    "last_text": pl.Utf8,
+}
+
+# --- aligned frames (built by ncclscope.align) -------------------------------------------
+
+RANKS: Schema = {
+    "rank": pl.Int64,  # global rank (from the world/largest communicator), null when unknown
+    "host": pl.Utf8,
+    "pid": pl.Int64,
+    "cuda_dev": pl.Int64,
+    "path": pl.Utf8,
+    "nccl_version": pl.Utf8,
+    "cuda_driver": pl.Utf8,
+    "comm_ids": pl.List(pl.Utf8),
+    "iface": pl.Utf8,
+    "address": pl.Utf8,
+    "net": pl.Utf8,
+    "gdr": pl.Boolean,
+}
+
+COMMS: Schema = {
+    "comm_key": pl.Utf8,  # commId when printed, else a key derived from (nranks, comm_ptr set)
+    "comm_id": pl.Utf8,
+    "nranks": pl.Int64,
+    "nnodes": pl.Int64,
+    "ranks_seen": pl.Int64,
+    "complete": pl.Int64,  # ranks with Init COMPLETE
+    "pg_name": pl.Utf8,  # PyTorch process group mapped through `created ncclComm_ 0x…`
+}
+
+# --- trace frames (built by ncclscope.parse.trace) --------------------------------------------
+
+TRACE_COLLECTIVES: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "host": pl.Utf8,
+    "event": pl.Utf8,  # name of the event that carried it, for evidence
+    "source": pl.Utf8,  # "kernel" | "cpu_op" | "gloo"
+    "op": pl.Utf8,  # normalised: allreduce, allgather, reduce_scatter, broadcast, alltoall, sendrecv, …
+    "pg_name": pl.Utf8,
+    "pg_ranks": pl.Utf8,
+    "seq": pl.Int64,
+    "index_in_pg": pl.Int64,  # k-th collective of that group on this rank
+    "dtype": pl.Utf8,
+    "in_nelems": pl.Int64,
+    "out_nelems": pl.Int64,
+    "group_size": pl.Int64,
+    "msg_bytes": pl.Int64,
+    "launch_us": pl.Float64,  # CPU launch time, epoch µs
+    "start_us": pl.Float64,  # kernel start, epoch µs
+    "end_us": pl.Float64,
+    "dur_us": pl.Float64,
+    "step": pl.Int64,  # ProfilerStep#N that encloses the launch
+}
+
+TRACE_STEPS: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "step": pl.Int64,
+    "start_us": pl.Float64,
+    "end_us": pl.Float64,
+    "dur_us": pl.Float64,
+}
+
+
+def empty(schema: Schema) -> pl.DataFrame:
+    """An empty frame with the declared schema (every stage returns one rather than None)."""
+    return pl.DataFrame(schema=schema)
+
+
+def conform(df: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """Add missing columns as nulls, cast to the declared dtypes and order columns as declared."""
+    cols = [
+        (pl.col(n).cast(t) if n in df.columns else pl.lit(None, dtype=t).alias(n))  # type: ignore[arg-type]
+        for n, t in schema.items()
+    ]
+    return df.select(cols)
