@@ -1,0 +1,34 @@
+"""Shared fixtures: paths to bundled samples and to the optional ../shared data set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def samples_dir() -> Path:
+    return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared (corpus, traces, reference); tests that need it skip when it is absent."""
+    if not (SHARED / "corpus" / "issues").is_dir():
+        pytest.skip("../shared is not present on this machine")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(shared_dir: Path) -> Path:
+    return shared_dir / "corpus" / "issues"
+
+
+@pytest.fixture(scope="session")
+def traces_dir(shared_dir: Path) -> Path:
+    return shared_dir / "traces"
