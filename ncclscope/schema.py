@@ -241,6 +241,15 @@ TRACE_COLLECTIVES: Schema = {
     "end_us": pl.Float64,
     "dur_us": pl.Float64,
     "step": pl.Int64,  # ProfilerStep#N that encloses the launch
+    # additive (trace loader): what the alignment keys on and what evidence cites
+    "pg_desc": pl.Utf8,
+    "is_p2p": pl.Boolean,
+    "comms_id": pl.Utf8,  # `Comms Id` (torch ≥ 2.13 / Kineto, March 2026), the same on every rank of one op
+    "stream": pl.Int64,  # CUDA stream (GPU tid) of the kernel
+    "external_id": pl.Int64,
+    "correlation": pl.Int64,
+    "kernel": pl.Utf8,  # kernel name without its `(…)` signature
+    "dtype_bytes": pl.Int64,
 }
 
 TRACE_STEPS: Schema = {
@@ -250,6 +259,100 @@ TRACE_STEPS: Schema = {
     "start_us": pl.Float64,
     "end_us": pl.Float64,
     "dur_us": pl.Float64,
+}
+
+
+# Every GPU activity of a rank (kernels, memcpy, memset) as intervals, for compute/communication overlap.
+TRACE_KERNELS: Schema = {
+    "rank": pl.Int64,
+    "stream": pl.Int64,
+    "start_us": pl.Float64,
+    "end_us": pl.Float64,
+    "is_comm": pl.Boolean,  # NCCL kernel (either naming era)
+}
+
+# One row per trace file: who wrote it and how its clock and kernels are to be read.
+TRACE_RANKS: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "world_size": pl.Int64,
+    "host": pl.Utf8,  # top-level `host_name` (torch ≥ 2.13), else filled from logs, else null
+    "backend": pl.Utf8,
+    "nccl_version": pl.Utf8,
+    "gpu": pl.Utf8,  # deviceProperties[0].name
+    "n_gpus": pl.Int64,  # visible devices listed in deviceProperties
+    "base_ns": pl.Int64,  # baseTimeNanoseconds when the trace's ts are relative to it
+    "n_events": pl.Int64,
+    "kernel_era": pl.Utf8,  # "ncclKernel" (NCCL < 2.19) | "ncclDevKernel" | null (no NCCL kernel)
+    "rank_from": pl.Utf8,  # "distributedInfo" | "rank-map" | "file name"
+}
+
+# Process groups from `distributedInfo.pg_config` (may list fewer PGs than `pg_count`).
+TRACE_PGS: Schema = {
+    "rank": pl.Int64,
+    "pg_name": pl.Utf8,
+    "pg_desc": pl.Utf8,
+    "backend_config": pl.Utf8,
+    "pg_size": pl.Int64,
+    "pg_ranks": pl.Utf8,
+}
+
+# --- aligned trace frames (built by ncclscope.align.traces) ------------------------------------
+
+# One row per (collective, rank): the rank's times, corrected for its clock offset.
+ALIGNED_RANKS: Schema = {
+    "coll_id": pl.Int64,
+    "match_key": pl.Utf8,  # "seq" | "pg-order" | "stream-order" | "gloo-order"
+    "group": pl.Utf8,
+    "index": pl.Int64,
+    "rank": pl.Int64,
+    "host": pl.Utf8,
+    "op": pl.Utf8,
+    "step": pl.Int64,
+    "msg_bytes": pl.Int64,
+    "launch_us": pl.Float64,
+    "arrival_us": pl.Float64,  # kernel start (gloo: op start) minus the clock offset
+    "end_us": pl.Float64,
+    "skew_us": pl.Float64,  # arrival minus the first arrival
+    "wait_us": pl.Float64,  # last arrival minus own arrival
+    "lateness_us": pl.Float64,  # arrival minus the median arrival of the other ranks
+    "is_last": pl.Boolean,
+    "delay_caused_us": pl.Float64,  # last only: arrival minus the second-last arrival
+    "event": pl.Utf8,
+    "path": pl.Utf8,
+}
+
+# One row per collective lined up across ranks.
+ALIGNED_COLLECTIVES: Schema = {
+    "coll_id": pl.Int64,
+    "match_key": pl.Utf8,
+    "group": pl.Utf8,
+    "index": pl.Int64,
+    "op": pl.Utf8,
+    "step": pl.Int64,
+    "n_ranks": pl.Int64,
+    "expected_ranks": pl.Int64,
+    "complete": pl.Boolean,  # every rank of the group is present
+    "consistent": pl.Boolean,  # op (and size where it must agree) is the same on every rank
+    "msg_bytes": pl.Int64,  # nccl-tests' S
+    "first_arrival_us": pl.Float64,
+    "last_arrival_us": pl.Float64,
+    "last_rank": pl.Int64,
+    "arrival_spread_us": pl.Float64,
+    "end_spread_us": pl.Float64,
+    "transfer_us": pl.Float64,  # median end minus last arrival: the time data actually moved
+    "algbw_gbps": pl.Float64,
+    "busbw_gbps": pl.Float64,
+}
+
+# Clock offset per host (or per rank when hosts are unknown), from collective completions.
+CLOCK_OFFSETS: Schema = {
+    "basis": pl.Utf8,  # "host" | "rank"
+    "host": pl.Utf8,
+    "rank": pl.Int64,
+    "offset_us": pl.Float64,  # subtract from this clock's times to line it up with the reference
+    "spread_us": pl.Float64,  # median absolute deviation of the completion residuals
+    "n_samples": pl.Int64,
 }
 
 
