@@ -1,11 +1,372 @@
-"""Parse stage, PyTorch ProcessGroupNCCL lines: PLACEHOLDER until the torch grammar lands.
+"""Parse stage, PyTorch ProcessGroupNCCL lines (and the NCCL RAS report) → one TORCH row per line.
 
-Interface used by the log reader: `match(message) -> dict | None` returns the TORCH columns
-(schema.TORCH minus ORIGIN) for a line whose launcher wrappers were already peeled.
+`match(message) -> dict | None` is what the log reader calls for every line without an NCCL
+prefix, after launcher wrappers were peeled; it returns the TORCH columns of `ncclscope.schema`
+minus the ORIGIN ones. `grammars/torch.lark` is the source of truth for every line shape; a
+cheap anchor search only spares Lark the lines that cannot be PyTorch lines at all.
 """
 
 from __future__ import annotations
 
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
 
-def match(message: str) -> dict[str, object] | None:
-    return None
+from lark import Lark, Token, Transformer
+from lark.exceptions import LarkError
+
+from ncclscope import schema as S
+
+Row = dict[str, object]
+COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)
+
+# Every line the grammar accepts contains one of these; most application lines contain none.
+_ANCHOR = re.compile(
+    r"NCCL|nccl[A-Z]|[Ww]atchdog|\[(?:PG|Rank) |Rank \d|ranks|dump|Last error|collective|#\d|\] (?:started|finished) "
+    r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
+)
+_RANK_WRAPPER = re.compile(r"^\[rank\d+\]:\s?")
+_MAX_LINE = 20_000
+
+
+def grammar_text(name: str = "torch.lark") -> str:
+    """The grammar as shipped in the wheel (ncclscope/grammars) or, in a checkout, grammars/."""
+    shipped = resources.files("ncclscope") / "grammars" / name
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "grammars" / name).read_text(encoding="utf-8")
+
+
+@cache
+def parser() -> Lark:
+    """The torch-line parser, built once per process (LALR with the contextual lexer)."""
+    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False)
+
+
+@cache
+def _header_search() -> re.Pattern[str]:
+    # The c10/glog header regexes come from the grammar, so cutting junk glued in front of a
+    # header (a tqdm bar without a newline) uses the very shapes the grammar accepts.
+    p = parser()
+    pats = [p.get_terminal(n).pattern.to_regexp() for n in ("C10_HEADER", "GLOG_HEADER")]
+    return re.compile("|".join(f"(?:{x})" for x in pats))
+
+
+def _prepare(message: str) -> str:
+    text = _RANK_WRAPPER.sub("", message.rstrip("\r\n "), count=1)
+    hit = _header_search().search(text)
+    return text[hit.start():] if hit else text.lstrip()
+
+
+def match(message: str) -> Row | None:
+    """TORCH columns for a PyTorch/RAS line, or None when the grammar does not accept it."""
+    if len(message) > _MAX_LINE or not _ANCHOR.search(message):
+        return None
+    try:
+        tree = parser().parse(_prepare(message))
+    except LarkError:
+        return None
+    body: Row = _ToRow().transform(tree)
+    return {c: body.get(c) for c in COLUMNS}
+
+
+def _int(tok: Any) -> int:
+    return int(str(tok))
+
+
+def _ranks(tok: Any) -> str:
+    """`[1, 3]` → `1, 3` (kept as text in `detail`; align.hang splits it)."""
+    return str(tok).strip("[]").replace(" ", "").replace(",", ", ")
+
+
+def _merge(items: list[Any]) -> Row:
+    out: Row = {}
+    for it in items:
+        if isinstance(it, dict):
+            for k, v in it.items():
+                if v is not None and out.get(k) is None:
+                    out[k] = v
+    return out
+
+
+def _rest(items: list[Any]) -> str | None:
+    toks = [str(t) for t in items if isinstance(t, Token) and t.type == "REST"]
+    return toks[-1].strip() if toks else None
+
+
+def _inner(kind: str, detail: str, items: list[Any], **extra: object) -> Row:
+    """A message that wraps another one (P9, P21): the inner line's fields, the outer kind."""
+    inner = _merge([i for i in items if isinstance(i, dict)])
+    return {**inner, **extra, "kind": kind, "detail": detail}
+
+
+class _ToRow(Transformer[Token, Row]):
+    """Tree → row dict. Rule names follow the grammar's labelled alternatives."""
+
+    # --- line, header, tags -----------------------------------------------------------------
+    def start(self, items: list[Any]) -> Row:
+        header = [i for i in items if isinstance(i, dict) and "severity" in i and len(i) == 1]
+        tags = [i for i in items if isinstance(i, dict) and i.get("_tag")]
+        body = next(i for i in reversed(items) if isinstance(i, dict) and "kind" in i)
+        out = dict(body)
+        for t in tags:  # a PG tag names the group; the first tag naming a rank wins
+            for k in ("pg_id", "pg_name", "pg_desc", "rank"):
+                if out.get(k) is None and t.get(k) is not None:
+                    out[k] = t[k]
+        if header:
+            out["severity"] = header[0]["severity"]
+        return out
+
+    def header(self, items: list[Any]) -> Row:
+        return {"severity": str(items[0]).lstrip("[")[0]}
+
+    def tag_rank(self, items: list[Any]) -> Row:
+        return {"_tag": True, "rank": _int(items[0])}
+
+    def tag_pg(self, items: list[Any]) -> Row:
+        desc = [str(i)[1:-1] for i in items if isinstance(i, Token) and i.type == "PG_DESC"]
+        ints = [i for i in items if isinstance(i, Token) and i.type == "INT"]
+        return {"_tag": True, "pg_id": str(ints[0]), "rank": _int(ints[-1]), "pg_desc": desc[0] if desc else None}
+
+    def tag_pg_guid(self, items: list[Any]) -> Row:
+        out = self.tag_pg(items)
+        out["pg_name"] = next(str(i) for i in items if isinstance(i, Token) and i.type == "PG_GUID")
+        return out
+
+    # --- watchdog timeout -------------------------------------------------------------------
+    def watchdog(self, items: list[Any]) -> Row:
+        row = _merge(items)
+        wrapped = "seq" not in row and "op_type" not in row
+        return {**row, "kind": "watchdog_timeout", "detail": "wrapped_head" if wrapped else "timeout"}
+
+    def work_tail(self, items: list[Any]) -> Row:
+        return {**_merge(items), "kind": "watchdog_timeout", "detail": "wrapped_tail"}
+
+    def blocking_wait(self, items: list[Any]) -> Row:
+        return {**_merge(items), "kind": "watchdog_timeout", "detail": "blocking_wait"}
+
+    def work(self, items: list[Any]) -> Row:
+        return _merge(items)
+
+    def f_seq(self, items: list[Any]) -> Row:
+        return {"seq": _int(items[0])}
+
+    def f_op(self, items: list[Any]) -> Row:
+        return {"op_type": str(items[0])}
+
+    def f_numel_in(self, items: list[Any]) -> Row:
+        return {"numel_in": _int(items[0])}
+
+    def f_numel_out(self, items: list[Any]) -> Row:
+        return {"numel_out": _int(items[0])}
+
+    def f_timeout(self, items: list[Any]) -> Row:
+        return {"timeout_ms": _int(items[0])}
+
+    def f_shape(self, items: list[Any]) -> Row:
+        return {}
+
+    def ran_for(self, items: list[Any]) -> Row:
+        return {"ran_for_ms": _int(items[0])}
+
+    # --- PG status --------------------------------------------------------------------------
+    _HEADS = {"Exception (either an error or timeout) detected": "exception", "NCCL error is detected": "error",
+              "Work timeout is detected": "timeout", "failure detected": "failure"}
+
+    def status(self, items: list[Any]) -> Row:
+        head = next((str(i) for i in items if isinstance(i, Token) and i.type == "STATUS_HEAD"), None)
+        row = _merge(items)
+        has_numbers = any(k in row for k in ("seq", "last_enqueued", "last_completed"))
+        if head is not None:
+            detail = self._HEADS[head] if has_numbers else "wrapped_head"
+        else:
+            detail = "timeout_at" if row.pop("_timeout_at", None) else "wrapped_tail"
+        row.pop("_timeout_at", None)
+        return {**row, "kind": "pg_status", "detail": detail}
+
+    def st_skip(self, items: list[Any]) -> Row:
+        return {}
+
+    def st_punct(self, items: list[Any]) -> Row:
+        return {}
+
+    def st_seq(self, items: list[Any]) -> Row:
+        return {"seq": _int(items[0])}
+
+    def st_timeout_at(self, items: list[Any]) -> Row:
+        return {"seq": _int(items[0]), "_timeout_at": True}
+
+    def st_enq(self, items: list[Any]) -> Row:
+        return {"last_enqueued": _int(items[-1])}
+
+    def st_started(self, items: list[Any]) -> Row:
+        return {"last_started": _int(items[-1])}
+
+    def st_comp(self, items: list[Any]) -> Row:
+        return {"last_completed": _int(items[-1])}
+
+    # --- dump signals -----------------------------------------------------------------------
+    def dump_signal(self, items: list[Any]) -> Row:
+        return {**_merge(items), "kind": "dump_signal"}
+
+    def src_local(self, items: list[Any]) -> Row:
+        return {"detail": "this_local_rank"}
+
+    def src_rank(self, items: list[Any]) -> Row:
+        return {"detail": "from_rank", "from_rank": _int(items[0])}
+
+    def dump_counts(self, items: list[Any]) -> Row:
+        return {"last_enqueued": _int(items[0]), "last_completed": _int(items[1])}
+
+    def dump_observed(self, items: list[Any]) -> Row:
+        return {"kind": "dump_observed", "detail": "observed"}
+
+    def dump_broadcast(self, items: list[Any]) -> Row:
+        return {"kind": "dump_signal", "detail": "broadcast"}
+
+    def dump_first_pg(self, items: list[Any]) -> Row:
+        return {"kind": "dump_signal", "detail": "first_pg"}
+
+    def dump_prepare(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": "dump_prepare"}
+
+    def dump_file(self, items: list[Any]) -> Row:
+        return {"kind": "dump_file", "detail": _rest(items)}
+
+    def dump_file_error(self, items: list[Any]) -> Row:
+        return {"kind": "dump_file", "detail": f"error: {_rest(items)}"}
+
+    # --- heartbeat, communicator creation -----------------------------------------------------
+    def heartbeat(self, items: list[Any]) -> Row:
+        secs = [i for i in items if isinstance(i, Token) and i.type == "INT"]
+        return {"kind": "heartbeat_stuck", "ran_for_ms": _int(secs[0]) * 1000 if secs else None,
+                "detail": "watchdog_stuck" if secs else "heartbeat_timeout"}
+
+    def created_comm(self, items: list[Any]) -> Row:
+        return {"kind": "created_comm", "comm_ptr": str(items[0]).lower()}
+
+    # --- exceptions -------------------------------------------------------------------------
+    def _error(self, items: list[Any]) -> Row:
+        reason = next((str(i).strip() for i in items if isinstance(i, Token) and i.type == "REASON"), None)
+        version = next((str(i) for i in items if isinstance(i, Token) and i.type == "VERSION"), None)
+        return {"kind": "backend_error", "detail": reason, "nccl_version": version}
+
+    nccl_error_in = _error
+    nccl_error_plain = _error
+
+    def nccl_code(self, items: list[Any]) -> Row:
+        return {"kind": "backend_error", "detail": str(items[0])}
+
+    def comm_aborted(self, items: list[Any]) -> Row:
+        ranks = [i for i in items if isinstance(i, Token) and i.type == "INT"]
+        extra: dict[str, object] = {"rank": _int(ranks[0])} if ranks else {}
+        return _inner("backend_error", "comm_aborted", items, **extra)
+
+    def store_error(self, items: list[Any]) -> Row:
+        return {"kind": "backend_error", "detail": "unique_id_store", "rank": int(_ranks(items[0]).split(",")[0])}
+
+    def last_error(self, items: list[Any]) -> Row:
+        return {"kind": "last_error", "detail": _rest(items)}
+
+    # --- desync report ------------------------------------------------------------------------
+    def ds_timeout(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": "timeout_at", "rank": int(_ranks(items[0]).split(",")[0]),
+                "op_type": str(items[1]), "seq": _int(items[2])}
+
+    def ds_never_joined(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": f"never_joined {_ranks(items[0])}"}
+
+    def ds_head(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": "report"}
+
+    def ds_not_finished(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": f"not_finished {_ranks(items[0])}", "seq": _int(items[1])}
+
+    def ds_not_joined(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": f"not_joined {_ranks(items[0])}", "seq": _int(items[1])}
+
+    def ds_snap_seq(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": "snapshot", "seq": _int(items[0])}
+
+    def ds_snap_started(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": f"started {_ranks(items[0])}", "op_type": str(items[1])}
+
+    def ds_snap_finished(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": f"finished {_ranks(items[0])}", "op_type": str(items[1])}
+
+    def ds_rank_head(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": "report", "rank": _int(items[0])}
+
+    def ds_failed(self, items: list[Any]) -> Row:
+        return {"kind": "desync", "detail": "failed"}
+
+    # --- taking down, terminate, options, stacks, misc -----------------------------------------
+    def taking_down(self, items: list[Any]) -> Row:
+        return {"kind": "taking_down", "detail": None}
+
+    def term_reason(self, items: list[Any]) -> Row:
+        return {"kind": "terminate", "detail": (_rest(items) or "").rstrip(".")}
+
+    def term_watchdog(self, items: list[Any]) -> Row:
+        return _inner("terminate", "watchdog_exception", items)
+
+    def term_throw(self, items: list[Any]) -> Row:
+        return {"kind": "terminate", "detail": _rest(items)}
+
+    _OPTS = {"global rank": ("rank", int), "TIMEOUT(ms)": ("timeout_ms", int), "NCCL version": ("nccl_version", str),
+             "PG Name": ("pg_name", str)}
+
+    def init_options(self, items: list[Any]) -> Row:
+        row: Row = {"kind": "init_options", "detail": None}
+        for key, val in (i for i in items if isinstance(i, tuple)):
+            if key in self._OPTS and val:
+                col, conv = self._OPTS[key]
+                try:
+                    row[col] = conv(val)
+                except ValueError:
+                    pass
+        return row
+
+    def opt(self, items: list[Any]) -> tuple[str, str]:
+        return str(items[0]).strip(), (str(items[1]).strip() if len(items) > 1 else "")
+
+    def stack_missing(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": "stack_missing"}
+
+    def stack_head(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": "stack_head"}
+
+    def stack_frame(self, items: list[Any]) -> Row:
+        return {"kind": "stack_frame", "detail": f"{items[1]} from {items[2]}", "seq": _int(items[0])}
+
+    # RAS rows: seq = operation count, numel_in = how many ranks reached it, pg_name = comm hash.
+    def ras_comm(self, items: list[Any]) -> Row:
+        words = " ".join(str(i) for i in items if isinstance(i, Token) and i.type == "RAS_WORD")
+        return {"kind": "ras", "detail": f"comm {words}".strip(), "pg_name": str(items[2]).lower(),
+                "pg_id": f"{items[0]}-{items[1]}"}
+
+    def ras_diff(self, items: list[Any]) -> Row:
+        return {"kind": "ras", "detail": "op_count_mismatch", "op_type": str(items[0])}
+
+    def ras_op_count(self, items: list[Any]) -> Row:
+        return {"kind": "ras", "detail": "op_count", "numel_in": _int(items[0]), "seq": _int(items[1])}
+
+    def ras_no_ops(self, items: list[Any]) -> Row:
+        return {"kind": "ras", "detail": "op_count", "numel_in": _int(items[0]), "seq": 0}
+
+    def ras_rank(self, items: list[Any]) -> Row:
+        return {"kind": "ras", "detail": f"rank on {_rest(items)}", "rank": _int(items[0])}
+
+    def misc_gil(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": "gil_hang"}
+
+    def misc_destroy(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": "not_destroyed"}
+
+    def misc_abort(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": "abort"}
+
+    def misc_raised(self, items: list[Any]) -> Row:
+        return {"kind": "other", "detail": f"raised from {items[0]}"}
