@@ -355,6 +355,66 @@ CLOCK_OFFSETS: Schema = {
     "n_samples": pl.Int64,
 }
 
+# --- Flight Recorder frames (built by ncclscope.parse.flight) -------------------------------
+# One dump per rank (TORCH_NCCL_DEBUG_INFO_TEMP_FILE / TORCH_FR_DUMP_TEMP_FILE); `rank` is the
+# global rank taken from the file name's numeric suffix, as torch's own fr_trace does.
+
+FLIGHT_ENTRIES: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "record_id": pl.Int64,
+    "pg_id": pl.Int64,  # ProcessGroupNCCL::uid_ on this rank
+    "pg_name": pl.Utf8,  # process_group[0]: the group name (GUID), stable across ranks
+    "pg_desc": pl.Utf8,  # process_group[1]: default_pg, undefined, user description
+    "collective_seq_id": pl.Int64,
+    "p2p_seq_id": pl.Int64,
+    "op_id": pl.Int64,
+    "profiling_name": pl.Utf8,  # nccl:all_reduce, nccl:send 0->1, nccl:coalesced, …
+    "op": pl.Utf8,  # the part after `nccl:` up to the first space
+    "is_p2p": pl.Boolean,
+    "state": pl.Utf8,  # scheduled | started | completed
+    "input_sizes": pl.Utf8,  # as printed, e.g. [[8, 4]]
+    "output_sizes": pl.Utf8,
+    "input_numel": pl.Int64,
+    "output_numel": pl.Int64,
+    "input_dtypes": pl.Utf8,  # comma-joined
+    "output_dtypes": pl.Utf8,
+    "time_created_ns": pl.Int64,
+    "time_started_ns": pl.Int64,
+    "time_completed_ns": pl.Int64,
+    "duration_ms": pl.Float64,
+    "timeout_ms": pl.Int64,
+    "retired": pl.Boolean,
+    "frame": pl.Utf8,  # innermost Python frame outside torch.distributed, `func at file:line`
+}
+
+FLIGHT_STATUS: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "pg_id": pl.Int64,
+    "last_enqueued": pl.Int64,
+    "last_started": pl.Int64,
+    "last_completed": pl.Int64,
+}
+
+FLIGHT_GROUPS: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "pg_name": pl.Utf8,
+    "pg_desc": pl.Utf8,
+    "ranks": pl.List(pl.Int64),  # global ranks of the group
+    "size": pl.Int64,
+}
+
+FLIGHT_DUMPS: Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "format": pl.Utf8,  # pickle | json
+    "version": pl.Utf8,
+    "comm_lib_version": pl.Utf8,
+    "entries": pl.Int64,
+}
+
 
 def empty(schema: Schema) -> pl.DataFrame:
     """An empty frame with the declared schema (every stage returns one rather than None)."""
