@@ -1,0 +1,160 @@
+"""Grammar stage: load `grammars/nccl.lark` once, and derive from it both a Lark parser and regexes.
+
+The `.lark` file is the single source of truth for line shapes. `lark_parser()` parses one piece of
+text per start rule (a prefix, a wrapper, one message family); `rule_regex()` compiles the same rule
+into a regular expression whose named groups are the rule's field rules, which the fast path runs
+vectorised in Polars. Tests check that the two agree field for field.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Tree
+from lark.load_grammar import _literal_to_pattern, load_grammar
+
+GRAMMAR_FILE = "nccl.lark"
+_REPO_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
+_META = "()[]{}.*+?|^$\\"
+
+
+def grammar_text(name: str = GRAMMAR_FILE) -> str:
+    """The grammar source: the wheel's `ncclscope/grammars` copy when installed, else the repo's."""
+    try:
+        pkg = resources.files("ncclscope").joinpath("grammars", name)
+        if pkg.is_file():
+            return pkg.read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):  # pragma: no cover - defensive
+        pass
+    return (_REPO_GRAMMARS / name).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class _Defs:
+    rules: dict[str, Any]  # name -> EBNF tree (Lark's own grammar-of-grammars output)
+    terms: dict[str, Any]
+
+
+@functools.cache
+def _defs() -> _Defs:
+    g, _ = load_grammar(grammar_text(), GRAMMAR_FILE, [], False)
+    rules = {str(name): tree for name, _params, tree, _opts in g.rule_defs}
+    terms = {str(name): tree for name, (tree, _prio) in g.term_defs}
+    return _Defs(rules, terms)
+
+
+def families() -> tuple[str, ...]:
+    """Message family names in the order the grammar's `message` rule lists them (the match order)."""
+    tree = _defs().rules["message"]
+    return tuple(str(nt.name) for nt in tree.scan_values(lambda v: hasattr(v, "name") and not v.is_term))
+
+
+def rule_names() -> frozenset[str]:
+    return frozenset(_defs().rules)
+
+
+@functools.cache
+def lark_parser() -> Lark:
+    """An Earley parser with every prefix, wrapper and family rule as a start symbol (tests, notebooks)."""
+    starts = ["prefix_std", "prefix_dev", "prefix_bare", "wrapper", *families()]
+    starts += [r for r in ("iface_entry", "hca_entry", "tree_entry") if r in rule_names()]
+    return Lark(grammar_text(), start=starts, parser="earley", lexer="dynamic_complete",
+                propagate_positions=True, maybe_placeholders=False, keep_all_tokens=True)
+
+
+# --- compiling rules to regular expressions ---------------------------------------------------------
+
+
+def _escape(s: str) -> str:
+    # Escape only regex metacharacters: Rust's regex (Polars) rejects escapes Python adds (`\ `).
+    return "".join("\\" + c if c in _META else c for c in s)
+
+
+def _literal(tok: Token) -> str:
+    pat = _literal_to_pattern(tok)
+    body = _escape(pat.value) if type(pat).__name__ == "PatternStr" else pat.value
+    flags = "".join(sorted(pat.flags))
+    return f"(?{flags}:{body})" if flags else f"(?:{body})"
+
+
+class _Compiler:
+    """EBNF tree -> regex. Field rules (lowercase, not `_`-prefixed) become named groups, outermost only."""
+
+    def __init__(self, defs: _Defs, capture: bool) -> None:
+        self.defs = defs
+        self.capture = capture
+        self.seen: dict[str, int] = {}
+        self.stack: list[str] = []
+
+    def rule(self, name: str, capture_self: bool = False) -> str:
+        if name in self.stack:
+            raise ValueError(f"grammar rule {name!r} is recursive; the fast path needs regular rules")
+        self.stack.append(name)
+        body = self.node(self.defs.rules[name], inside_field=capture_self)
+        self.stack.pop()
+        return body
+
+    def group(self, name: str, body: str) -> str:
+        n = self.seen.get(name, 0)
+        self.seen[name] = n + 1
+        gname = name if n == 0 else f"{name}__{n}"
+        return f"(?P<{gname}>{body})"
+
+    def node(self, t: Any, inside_field: bool = False) -> str:
+        if isinstance(t, Token):
+            if t.type in ("STRING", "REGEXP"):
+                return _literal(t)
+            raise ValueError(f"unexpected token {t!r}")
+        if not isinstance(t, Tree):  # NonTerminal / Terminal symbols
+            name = str(t.name)
+            if t.is_term:
+                return "(?:" + self.node(self.defs.terms[name], True) + ")"
+            if name.startswith("_") or inside_field or not self.capture:
+                return "(?:" + self.rule(name, inside_field) + ")"
+            return self.group(name, self.rule(name, True))
+        kind = t.data
+        if kind == "expansions":
+            return "(?:" + "|".join(self.node(c, inside_field) for c in t.children) + ")"
+        if kind in ("expansion", "alias"):
+            kids = t.children if kind == "expansion" else t.children[:1]
+            return "".join(self.node(c, inside_field) for c in kids)
+        if kind in ("value", "literal"):
+            return "".join(self.node(c, inside_field) for c in t.children)
+        if kind == "expr":
+            inner, op = t.children[0], t.children[1]
+            body = "(?:" + self.node(inner, inside_field) + ")"
+            if str(op) in ("?", "*", "+"):
+                return body + str(op)
+            if str(op) == "~":  # x ~ n  or  x ~ n..m
+                lo = int(t.children[2])
+                hi = int(t.children[3]) if len(t.children) > 3 else lo
+                return body + f"{{{lo},{hi}}}"
+        if kind == "maybe":
+            return "(?:" + self.node(t.children[0], inside_field) + ")?"
+        raise ValueError(f"grammar construct {kind!r} is not supported by the regex compiler")
+
+
+@functools.cache
+def rule_regex(name: str, *, capture: bool = True) -> str:
+    """The regex (unanchored source) for one rule; fields are named groups `name`, `name__1`, …"""
+    return _Compiler(_defs(), capture).rule(name)
+
+
+@functools.cache
+def rule_pattern(name: str) -> re.Pattern[str]:
+    """The Python-compiled, fully anchored pattern for one rule (used by tests and the Python paths)."""
+    return re.compile(rf"^(?:{rule_regex(name)})$")
+
+
+def group_names(name: str) -> tuple[str, ...]:
+    return tuple(rule_pattern(name).groupindex)
+
+
+def base_field(group: str) -> str:
+    """`rank__1` -> `rank`: duplicate fields of one rule are numbered by the compiler."""
+    return group.split("__", 1)[0]
