@@ -1,0 +1,116 @@
+"""Findings stage, shared helpers for the configuration and error rules (registers no rule).
+
+Rows of any log table become evidence (path, line, text), ranks (through the RANKS table) and
+hosts; `job_shape` says what the evidence tells about the job's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from ncclscope.findings.registry import Context
+from ncclscope.records import Evidence, Finding, Severity
+from ncclscope.schema import ORIGIN
+
+MAX_EVIDENCE = 12
+PROC = ["host", "pid"]
+CITE = list(ORIGIN)
+
+
+def cite(*frames: pl.DataFrame) -> pl.DataFrame:
+    """Stack rows of different log tables, keeping only their ORIGIN columns (for `make`)."""
+    parts = [f.select(CITE) for f in frames if f.height]
+    return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=ORIGIN)
+
+
+def norm_host(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(pl.col("host").fill_null(""))
+
+
+def with_rank(df: pl.DataFrame, ranks: pl.DataFrame) -> pl.DataFrame:
+    """Add `grank`: the global rank of the process (or of its GPU, for multi-GPU processes) that
+    printed each row; null when unknown. Launcher rank tags fill in for lines without a prefix."""
+    r = norm_host(ranks.select("host", "pid", "cuda_dev", "rank")).filter(pl.col("pid").is_not_null())
+    r = r.with_columns(n=pl.len().over(PROC))
+    one = r.filter(pl.col("n") == 1).select(*PROC, pl.col("rank").alias("_r1"))
+    many = r.filter(pl.col("n") > 1).select(*PROC, "cuda_dev", pl.col("rank").alias("_r2"))
+    out = norm_host(df).join(one, on=PROC, how="left").join(many, on=[*PROC, "cuda_dev"], how="left")
+    hint = pl.col("rank_hint") if "rank_hint" in df.columns else pl.lit(None, dtype=pl.Int64)
+    return out.with_columns(grank=pl.coalesce("_r1", "_r2", hint)).drop("_r1", "_r2")
+
+
+def evidence(df: pl.DataFrame, limit: int = MAX_EVIDENCE) -> tuple[Evidence, ...]:
+    """Distinct cited lines in file order, at most `limit`."""
+    if df.is_empty():
+        return ()
+    rows = df.select("path", "line", "text").unique(["path", "line"]).sort(["path", "line"]).head(limit)
+    return tuple(Evidence(path=p or "", line=int(n or 0), text=(t or "").strip())
+                 for p, n, t in rows.iter_rows())
+
+
+def ordered_evidence(df: pl.DataFrame, limit: int = MAX_EVIDENCE) -> tuple[Evidence, ...]:
+    """Cited lines in the row order given (first is the root), without repeats."""
+    rows = df.select("path", "line", "text").unique(["path", "line"], maintain_order=True).head(limit)
+    return tuple(Evidence(path=p or "", line=int(n or 0), text=(t or "").strip())
+                 for p, n, t in rows.iter_rows())
+
+
+def ranks_of(df: pl.DataFrame, ranks: pl.DataFrame) -> tuple[int, ...]:
+    if df.is_empty():
+        return ()
+    col = df["grank"] if "grank" in df.columns else with_rank(df, ranks)["grank"]
+    return tuple(sorted({int(v) for v in col.drop_nulls().to_list()}))
+
+
+def hosts_of(df: pl.DataFrame) -> tuple[str, ...]:
+    if df.is_empty() or "host" not in df.columns:
+        return ()
+    return tuple(sorted({h for h in df["host"].drop_nulls().to_list() if h}))
+
+
+def make(rule_id: str, severity: Severity, title: str, why: str, fix: str, rows: pl.DataFrame,
+         ctx: Context, *, ordered: bool = False, metrics: dict[str, object] | None = None) -> Finding:
+    """A finding whose ranks, hosts and evidence come from `rows` (any ORIGIN-carrying table)."""
+    ev = ordered_evidence(rows) if ordered else evidence(rows)
+    return Finding(id=rule_id, severity=severity, title=title, why=why, fix=fix,
+                   ranks=ranks_of(rows, ctx.ranks), hosts=hosts_of(rows), evidence=ev,
+                   metrics=dict(metrics or {}))
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """What the evidence says about the job's size; `multi_node` is None when it cannot tell."""
+
+    hosts: tuple[str, ...]
+    multi_node: bool | None
+    reason: str
+
+
+def job_shape(ctx: Context) -> JobShape:
+    """Multi-node when ≥2 hosts print NCCL lines, an Init line says nNodes > 1 or nRanks > localRanks,
+    or any channel runs over NET (NCCL uses the network only between nodes unless P2P/SHM are off)."""
+    logs = ctx.logs
+    hosts = tuple(sorted({h for h in ctx.ranks["host"].drop_nulls().to_list() if h}))
+    inits = logs.inits
+    nnodes = inits["nnodes"].max() if inits.height else None
+    wider = inits.filter(pl.col("nranks") > pl.col("local_ranks")).height > 0 if inits.height else False
+    net = logs.connections.filter(pl.col("transport") == "NET").height > 0
+    if len(hosts) > 1:
+        return JobShape(hosts, True, f"{len(hosts)} hosts print NCCL lines")
+    if isinstance(nnodes, int) and nnodes > 1:
+        return JobShape(hosts, True, f"Init lines say nNodes {nnodes}")
+    if wider:
+        return JobShape(hosts, True, "Init lines say nRanks > localRanks")
+    if net:
+        return JobShape(hosts, True, "channels run over NET between ranks")
+    if isinstance(nnodes, int) and nnodes == 1:
+        return JobShape(hosts, False, "Init lines say nNodes 1")
+    return JobShape(hosts, None, "one host visible")
+
+
+def first_per(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The first row (by path, line) of each key group."""
+    return df.sort(["path", "line"]).unique(list(keys), keep="first", maintain_order=True)

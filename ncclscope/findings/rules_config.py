@@ -1,0 +1,213 @@
+"""Findings stage, configuration rules: transport fallbacks, GPUDirect RDMA, versions, environment, P2P.
+
+They compare what each rank chose (NETWORK, CONNECTIONS, VERSIONS, ENV tables and the RANKS table)
+with what the hardware or the other ranks say it should be. Reference: real-logs.md §5 R2, R3, R8, R11.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+from ncclscope.findings.registry import Context, rule
+from ncclscope.findings.rules_common import PROC, cite, first_per, job_shape, make, norm_host, with_rank
+from ncclscope.records import Finding, Severity
+
+# NCCL_* settings that every rank must agree on: a difference makes ranks pick different algorithms,
+# protocols, buffer sizes or transports, which hangs or corrupts the collective.
+MUST_MATCH = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_IB_DISABLE", "NCCL_NET", "NCCL_COLLNET_ENABLE",
+              "NCCL_NVLS_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_CROSS_NIC", "NCCL_NET_PLUGIN"}
+PLUGIN_FAIL = r"(?i)fi_getinfo\(\) call failed|Failed to initialize any NET plugin|Invalid type of PCI bus"
+
+
+def _socket_users(ctx: Context) -> pl.DataFrame:
+    """Lines showing a process moving data over NET/Socket: `Using network Socket` or `via NET/Socket`."""
+    net = ctx.logs.network.filter((pl.col("kind") == "using_network") & (pl.col("net") == "Socket"))
+    conn = ctx.logs.connections.filter((pl.col("transport") == "NET") & (pl.col("net") == "Socket"))
+    return norm_host(cite(first_per(net, PROC), first_per(conn, PROC)))
+
+
+def _ib_users(ctx: Context) -> pl.DataFrame:
+    """Lines showing a process on IB/RoCE: `NET/IB : Using [0]mlx5…`, `Using network IB…`, `via NET/IB…`."""
+    net = ctx.logs.network.filter((pl.col("kind") == "ib_dev")
+                                  | ((pl.col("kind") == "using_network") & pl.col("net").fill_null("").str.starts_with("IB")))
+    conn = ctx.logs.connections.filter((pl.col("transport") == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    return norm_host(cite(net, conn))
+
+
+def _ib_absent_reasons(ctx: Context) -> pl.DataFrame:
+    """Why IB was not used: NCCL_IB_DISABLE=1, `NET/IB : No device found.`, libibverbs missing."""
+    env = ctx.logs.env.filter((pl.col("name") == "NCCL_IB_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1"))
+    net = ctx.logs.network.filter(pl.col("kind").is_in(["ib_no_device", "ibverbs_missing"]))
+    return first_per(cite(env, net), ["path", "text"])
+
+
+@rule("net-socket-fallback", "warning", "Inter-node traffic on TCP sockets instead of IB/RoCE", "config")
+def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
+    """Inter-node data over NET/Socket (`Using network Socket` on a multi-node job, or `via NET/Socket`
+    channels). Warning when other ranks use IB/RoCE, when the socket interface is IPoIB (ib*), or when a
+    NET plugin failed to initialise (aws-ofi-nccl `fi_getinfo() … failed`); info otherwise, naming why IB
+    is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs missing) when the log says."""
+    out: list[Finding] = []
+    plugin = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(PLUGIN_FAIL))
+    if plugin.height:
+        out.append(make("net-socket-fallback", "warning", "The network plugin failed to initialise",
+                        "When the EFA/OFI or other NET plugin cannot start, NCCL falls back to its internal IB or "
+                        "TCP-socket transport (much slower) or fails at the first inter-node connection.",
+                        "Expose the fabric devices to the container (/dev/infiniband/*, EFA), check the provider "
+                        "with fi_info, and load the plugin's libraries on every node.", plugin, ctx))
+    sock = _socket_users(ctx)
+    inter_node = ctx.logs.connections.filter((pl.col("transport") == "NET") & (pl.col("net") == "Socket")).height > 0
+    if sock.is_empty() or not (inter_node or job_shape(ctx).multi_node):
+        return out
+    ib = _ib_users(ctx).join(sock.select(PROC).unique(), on=PROC, how="anti")
+    ifaces = norm_host(ctx.logs.network.filter(pl.col("kind").is_in(["bootstrap", "socket_iface"])))
+    ipoib = ifaces.join(sock.select(PROC).unique(), on=PROC).filter(pl.col("iface").fill_null("").str.starts_with("ib"))
+    reasons = _ib_absent_reasons(ctx)
+    cited = cite(sock, first_per(ib, ["host"]), reasons, first_per(ipoib, ["host"]))
+    sev: Severity
+    if ib.height:
+        sev, title = "warning", "Some ranks use TCP sockets between nodes while others use IB/RoCE"
+    elif ipoib.height:
+        sev, title = "warning", "Inter-node traffic runs over sockets on an IPoIB interface (IB hardware unused)"
+    else:
+        why = "; ".join(sorted({t for t in reasons["text"].to_list()}))[:160] if reasons.height else ""
+        sev, title = "info", "Inter-node traffic runs over TCP sockets (NET/Socket)" + (f" — {why}" if why else "")
+    out.append(make("net-socket-fallback", sev, title,
+                    "NET/Socket is many times slower than IB/RoCE verbs; on a cluster with HCAs it means verbs "
+                    "could not be used (IB disabled, no libibverbs, /dev/infiniband not mapped into the container), "
+                    "which shows up as slow training or a hang at scale.",
+                    "If the nodes have IB/RoCE/EFA NICs: install libibverbs (rdma-core) in the image, map "
+                    "/dev/infiniband into the container, and do not set NCCL_IB_DISABLE=1.", cited, ctx))
+    return out
+
+
+@rule("gdr-disabled", "warning", "GPUDirect RDMA not used on IB", "config")
+def gdr_disabled(ctx: Context) -> Iterable[Finding]:
+    """`NET/IB : GPU Direct RDMA Disabled for HCA …` (an INFO line), NET/IB channels without `/GDRDMA`,
+    or `Connected all rings, use ring PXN x GDR 0`. Warning: GPUDirect RDMA off costs much of the
+    inter-node bandwidth (one thread: ~180 → ~10 GB/s)."""
+    off = ctx.logs.network.filter(pl.col("kind") == "gdr_disabled")
+    conn = ctx.logs.connections.filter((pl.col("transport") == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    plain = conn.filter(~pl.col("gdr").fill_null(False))
+    gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0)
+    if off.is_empty() and plain.is_empty() and gdr0.is_empty():
+        return []
+    cited = cite(first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
+    some = conn.height > plain.height > 0
+    title = ("GPUDirect RDMA is used by some ranks but not others" if some
+             else "GPUDirect RDMA is off: IB traffic is staged through host memory")
+    return [make("gdr-disabled", "warning", title,
+                 "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
+                 "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
+                 "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe.",
+                 "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
+                 "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m).", cited, ctx)]
+
+
+def _version_lines(ctx: Context, kind: str) -> pl.DataFrame:
+    v = ctx.logs.versions.filter(pl.col("kind") == kind)
+    return first_per(v, ["value"])
+
+
+@rule("version-mismatch", "error", "NCCL or CUDA driver versions differ across ranks", "config")
+def version_mismatch(ctx: Context) -> Iterable[Finding]:
+    """Ranks report different NCCL versions (per-rank banner from 2.27, per-file bare banner before,
+    or torch's `NCCL version` text): error. Different `cudaDriverVersion`: warning. NCCL's own
+    `Mismatched NCCL version detected` WARN: error."""
+    out: list[Finding] = []
+    r = ctx.ranks
+    versions = r["nccl_version"].drop_nulls().unique().sort().to_list()
+    warn = ctx.logs.warnings.filter((pl.col("family") == "version") & ~pl.col("benign").fill_null(False))
+    if len(versions) > 1 or warn.height:
+        cited = cite(_version_lines(ctx, "nccl"), warn)
+        f = make("version-mismatch", "error", "Ranks run different NCCL versions: " + ", ".join(versions or ["?"]),
+                 "NCCL's wire protocol is not compatible across versions; mixed installs fail with misleading errors "
+                 "(bad address family, wrong magic/type, collective mismatch, truncated messages) or hang silently.",
+                 "Install one NCCL (and one net plugin) on every node: same pip wheel/container image; check that "
+                 "torch does not load a different libnccl than the system one.", cited, ctx,
+                 metrics={"nccl_versions": versions})
+        by_version = r.drop_nulls("nccl_version").group_by("nccl_version").agg(pl.col("rank").drop_nulls())
+        out.append(f)
+        f.metrics["ranks_by_version"] = {v: sorted(rs) for v, rs in by_version.iter_rows()}
+    drivers = r["cuda_driver"].drop_nulls().unique().sort().to_list()
+    if len(drivers) > 1:
+        out.append(make("version-mismatch", "warning", "Ranks run different CUDA drivers: " + ", ".join(drivers),
+                        "Nodes on different drivers behave differently (P2P, NVLS, CUMEM support) and are a common "
+                        "hidden difference between a working and a failing node.",
+                        "Put every node on the same driver version.", _version_lines(ctx, "cuda_driver"), ctx,
+                        metrics={"cuda_drivers": drivers}))
+    return out
+
+
+@rule("env-mismatch", "error", "NCCL_* environment differs across ranks", "config")
+def env_mismatch(ctx: Context) -> Iterable[Finding]:
+    """A `NCCL_X set by environment to V` value differs between processes (trailing '.' ignored).
+    Error for settings every rank must share (NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE, NCCL_IB_DISABLE,
+    NCCL_NET, NCCL_COLLNET_ENABLE, NCCL_NVLS_ENABLE, channel counts, NCCL_CROSS_NIC, NCCL_NET_PLUGIN);
+    warning for the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes)."""
+    env = norm_host(ctx.logs.env).with_columns(
+        v=pl.col("value").fill_null("").str.strip_chars().str.strip_chars_end("."),
+        who=pl.when(pl.col("pid").is_not_null()).then(pl.concat_str(["host", pl.col("pid").cast(pl.Utf8)], separator=":"))
+        .otherwise(pl.col("path")))
+    diff = env.group_by("name").agg(pl.col("v").n_unique().alias("n"), pl.col("who").n_unique().alias("w"))
+    names = diff.filter((pl.col("n") > 1) & (pl.col("w") > 1))["name"].sort().to_list()
+    out: list[Finding] = []
+    for name in names:
+        rows = first_per(env.filter(pl.col("name") == name), ["v"])
+        values = rows["v"].to_list()
+        sev: Severity = "error" if name in MUST_MATCH else "warning"
+        out.append(make("env-mismatch", sev, f"{name} differs across ranks: " + " vs ".join(values),
+                        "Ranks configured differently make different choices (transport, protocol, algorithm, "
+                        "buffer size); NCCL does not check this and the job fails or hangs in confusing ways.",
+                        f"Set {name} identically on every node (launcher env, container env, ~/.bashrc, "
+                        "/etc/nccl.conf); diff the `set by environment` lines between ranks.", rows, ctx,
+                        metrics={"name": name, "values": values}))
+    return out
+
+
+@rule("p2p-degraded", "error", "Intra-node traffic not on P2P", "config")
+def p2p_degraded(ctx: Context) -> Iterable[Finding]:
+    """Error: WARN `P2P is disabled between NVLINK connected GPUs` (fatal). Warning: NCCL_P2P_DISABLE=1,
+    or NET channels between two ranks on the same host. Info: intra-node channels over SHM (expected on
+    PCIe boxes without P2P support, a bandwidth loss on NVLink boxes)."""
+    out: list[Finding] = []
+    nvlink = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(r"(?i)P2P is disabled between NVLINK"))
+    if nvlink.height:
+        out.append(make("p2p-degraded", "error", "P2P is disabled between NVLink-connected GPUs",
+                        "NCCL found NVLink but P2P access fails between those GPUs, which points at a hardware or "
+                        "driver problem; NCCL stops rather than run degraded.",
+                        "Check `nvidia-smi topo -m` and `nvidia-smi nvlink -s`, reboot/reset the node; "
+                        "NCCL_IGNORE_DISABLED_P2P=1 proceeds at reduced speed.", nvlink, ctx))
+    env = ctx.logs.env.filter((pl.col("name") == "NCCL_P2P_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1"))
+    same_host_net = _same_host(ctx, ctx.logs.connections.filter(pl.col("transport") == "NET"))
+    if env.height or same_host_net.height:
+        cited = cite(first_per(env, ["text"]), first_per(same_host_net, PROC))
+        out.append(make("p2p-degraded", "warning",
+                        "P2P disabled by NCCL_P2P_DISABLE=1" if env.height else "Ranks on one host talk through the NIC",
+                        "GPUs in one node then exchange data through host memory or the network instead of "
+                        "NVLink/PCIe peer access: a large bandwidth loss.",
+                        "Drop NCCL_P2P_DISABLE once P2P works (it is a diagnostic for PCIe ACS/IOMMU hangs); "
+                        "if P2P hangs, disable ACS or the IOMMU (intel_iommu=off / iommu=pt) or upgrade the driver.",
+                        cited, ctx))
+    shm = ctx.logs.connections.filter(pl.col("transport") == "SHM")
+    if shm.height and not env.height:
+        out.append(make("p2p-degraded", "info", "Intra-node channels run over shared memory (SHM), not P2P",
+                        "SHM is what NCCL uses when GPUs cannot reach each other directly (PCIe across CPU sockets, "
+                        "VMs, consumer GPUs); on NVLink systems it would be a bandwidth loss.",
+                        "If these GPUs share NVLink or a PCIe switch, check `nvidia-smi topo -m`, NCCL_P2P_LEVEL and "
+                        "the container's IPC settings (--ipc=host).", first_per(shm, PROC), ctx))
+    return out
+
+
+def _same_host(ctx: Context, conn: pl.DataFrame) -> pl.DataFrame:
+    """Connection rows whose source and destination ranks live on the same (known) host."""
+    if conn.is_empty():
+        return conn
+    hosts = norm_host(ctx.ranks).filter((pl.col("host") != "") & pl.col("rank").is_not_null())
+    rank_host = hosts.group_by("rank").agg(pl.col("host").first())
+    rows = with_rank(conn, ctx.ranks)
+    rows = rows.join(rank_host.rename({"rank": "src_rank", "host": "src_host"}), on="src_rank", how="left")
+    rows = rows.join(rank_host.rename({"rank": "dst_rank", "host": "dst_host"}), on="dst_rank", how="left")
+    return rows.filter(pl.col("src_host").is_not_null() & (pl.col("src_host") == pl.col("dst_host")))

@@ -1,0 +1,254 @@
+"""Findings stage, error rules: the failures NCCL printed (WARN lines, error trails, embedded `Last error`).
+
+The root is told apart from its echoes: the first failure in time when lines carry timestamps, else
+in causal order (connect refused, IB status 12/4, CUDA errors before 'closed by remote peer', IB
+status 5, `[Service thread]` closures). Reference: real-logs.md §5 R5–R7, R9, R10, R13.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+from ncclscope.findings.registry import Context, rule
+from ncclscope.findings.rules_common import CITE, cite, make, norm_host, with_rank
+from ncclscope.records import Finding, Severity
+
+ECHO = (r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
+        r"service thread|failed to execute operation|abort called|closed by localRank|remote process")
+RETRY = r"(?i)retrying"
+SOCKET_FAMILIES = ["socket", "bootstrap", "proxy"]
+SOCKET_FILES = r"(?i)(socket|bootstrap|net_socket)\.(cc|cu|h)$"
+IB_STATUS = {
+    4: "local protection error (memory registration / GPUDirect RDMA, often ACS or IOMMU)",
+    5: "work request flushed — a consequence of an earlier error",
+    10: "remote access error",
+    12: "transport retry counter exceeded (link down or peer unreachable; RoCE GID/traffic class)",
+    13: "RNR retry counter exceeded (receiver not ready)",
+}
+FAILURE_FAMILIES = ["ib_completion", "ib_async", "cuda", "oom", "shm", "duplicate_gpu", "nvls"]
+
+
+def _live(ctx: Context) -> pl.DataFrame:
+    """Non-benign warnings (WARN lines and the INFO retry/downgraded ones)."""
+    return ctx.logs.warnings.filter(~pl.col("benign").fill_null(False))
+
+
+def _ordered(rows: pl.DataFrame, rank_expr: pl.Expr) -> pl.DataFrame:
+    """Time order when every row has a timestamp, else causal class (`rank_expr`, lower first) then line."""
+    rows = rows.with_columns(_cls=rank_expr)
+    if rows.height and rows["ts_us"].null_count() == 0:
+        return rows.sort(["ts_us", "_cls", "path", "line"])
+    return rows.sort(["_cls", "ts_us", "path", "line"], nulls_last=True)
+
+
+def _retry_exhausted() -> pl.Expr:
+    nums = pl.col("message").fill_null("").str.extract_groups(r"\((\d+)/(\d+)\)")
+    return nums.struct.field("1").cast(pl.Int64, strict=False) >= nums.struct.field("2").cast(pl.Int64, strict=False)
+
+
+def _echo_lines(ctx: Context) -> pl.DataFrame:
+    """Socket-layer WARNs and retries, classed 0 root / 1 exhausted retry / 2 retry / 3 echo."""
+    w = _live(ctx)
+    msg = pl.col("message").fill_null("")
+    sock = w.filter(pl.col("family").is_in(SOCKET_FAMILIES) | msg.str.contains(ECHO))
+    return sock.with_columns(cls=pl.when(msg.str.contains(RETRY)).then(pl.when(_retry_exhausted()).then(1).otherwise(2))
+                             .when(msg.str.contains(ECHO)).then(3).otherwise(0))
+
+
+def _silent_trails(ctx: Context) -> pl.DataFrame:
+    """The deepest error-trail frame of processes that printed no WARN, when it is in socket/bootstrap
+    code (some connect failures print no WARN at all: the trail is the only clue)."""
+    trail = norm_host(ctx.logs.trail)
+    deepest = trail.sort("line").unique(["path", "host", "pid", "tid"], keep="first", maintain_order=True)
+    deepest = deepest.filter(pl.col("src_file").fill_null("").str.contains(SOCKET_FILES))
+    warned = norm_host(_live(ctx).filter(pl.col("level") == "WARN")).select("path", "host", "pid").unique()
+    return deepest.join(warned, on=["path", "host", "pid"], how="anti", nulls_equal=True)
+
+
+@rule("connection-failure", "error", "A connection between ranks failed", "errors")
+def connection_failure(ctx: Context) -> Iterable[Finding]:
+    """Socket/bootstrap/proxy failures: connect refused / timed out / no route / aborted (root), connect
+    retries (root when the last retry `(n/n)` is printed, else a warning sign), and their echoes (connection
+    closed by remote peer, recv failed, Broken pipe, `[Proxy Service] Failed to execute operation`,
+    `[Service thread]` closures). Also a silent error trail whose deepest frame is socket/bootstrap code.
+    The first failure (ts_us when every line has one, else root before retries before echoes) is named.
+    Error; warning when only echoes are seen and an IB/CUDA/SHM error elsewhere explains them, or when
+    only unexhausted retries are seen."""
+    lines = _echo_lines(ctx).select(*CITE, pl.col("cls").cast(pl.Int32), silent=pl.lit(False))
+    silent = _silent_trails(ctx).select(*CITE, cls=pl.lit(0, dtype=pl.Int32), silent=pl.lit(True))
+    rows = pl.concat([lines, silent], how="vertical_relaxed")
+    if rows.is_empty():
+        return []
+    rows = _ordered(rows, pl.col("cls"))
+    first = rows.row(0, named=True)
+    others = _live(ctx).filter(pl.col("family").is_in(FAILURE_FAMILIES) & (pl.col("level") == "WARN"))
+    sev: Severity
+    if rows.filter(pl.col("cls") <= 1).height:
+        sev = "error"
+    elif rows.filter(pl.col("cls") == 3).height:
+        sev = "warning" if others.height else "error"
+    else:
+        sev = "warning"
+    what = ("socket/bootstrap failure inferred from the error trail (no WARN printed)" if first["silent"]
+            else (first["text"] or "").strip()[:140])
+    title = f"Connection failure, first {_who(rows.head(1), ctx)}: {what}"
+    if sev == "warning" and others.height:
+        title = f"Connections closed as a consequence of an earlier {others['family'][0]} error"
+    peers = rows.filter(pl.col("cls") == 3).select("host", "pid").unique().height
+    if peers:
+        title += f" (+ echoes in {peers} process(es))"
+    cited = pl.concat([rows.head(3), rows.filter(pl.col("cls") == 3).unique(["host", "pid"], keep="first",
+                                                                             maintain_order=True).head(6)])
+    return [make("connection-failure", sev, title,
+                 "A refused/timed-out connect means the peer was not listening (crashed, not started, blocked by "
+                 "a firewall) or is unreachable (wrong interface or route). 'Connection closed by remote peer', "
+                 "'Broken pipe' and service-thread closures are echoes: the peer went away first (crash, OOM, "
+                 "preemption) and the first failing rank or host is the one to diagnose.",
+                 "Diagnose the first failing host/rank: its own log (segfault, OOM killer, CUDA error), the "
+                 "firewall and routes between nodes (ports NCCL opens are ephemeral), MASTER_ADDR and "
+                 "NCCL_SOCKET_IFNAME.", cited, ctx, ordered=True)]
+
+
+def _who(row: pl.DataFrame, ctx: Context) -> str:
+    r = with_rank(row, ctx.ranks).row(0, named=True)
+    parts = [f"on {r['host']}" if r.get("host") else "", f"rank {r['grank']}" if r.get("grank") is not None else ""]
+    return " ".join(p for p in parts if p) or f"in {r['path']}:{r['line']}"
+
+
+@rule("ib-error", "error", "InfiniBand/RoCE completion or async error", "errors")
+def ib_error(ctx: Context) -> Iterable[Finding]:
+    """`NET/IB : Got completion from peer … with error|status=N … vendor err M` and `Got async event`.
+    Status decoded: 12 retry exceeded, 4 local protection, 13 RNR retry, 10 remote access; 5 (flushed) is a
+    consequence of an earlier error and ranks after every other status. Error."""
+    w = _live(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"]))
+    if w.is_empty():
+        return []
+    rows = _ordered(w, pl.when(pl.col("status") == 5).then(2).when(pl.col("family") == "ib_async").then(1).otherwise(0))
+    first = rows.row(0, named=True)
+    status = first["status"]
+    meaning = IB_STATUS.get(int(status), "see ibv_wc_status") if status is not None else None
+    if first["family"] == "ib_async":
+        title = f"IB async event: {first['message'] or first['text']}"[:160]
+    else:
+        title = f"IB completion error status {status} ({meaning}) first {_who(rows.head(1), ctx)}"
+    statuses = sorted({int(s) for s in w["status"].drop_nulls().to_list()})
+    hint = {12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
+                "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
+                "NCCL_IB_TIMEOUT.",
+            4: "Status 4 points at memory registration / GPUDirect RDMA: disable PCIe ACS and check the IOMMU, "
+               "nvidia-peermem and the memlock ulimit."}.get(int(status) if status is not None else -1,
+                                                             "Find the node that reported first and check its "
+                                                             "links and HCA health (ibstat, ibv_devinfo).")
+    cited = rows.unique(["host", "pid", "status"], keep="first", maintain_order=True).head(8)
+    return [make("ib-error", "error", title,
+                 "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
+                 "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root.",
+                 hint, cited, ctx, ordered=True, metrics={"statuses": statuses})]
+
+
+def _cuda_rows(ctx: Context) -> pl.DataFrame:
+    w = _live(ctx).filter(pl.col("family").is_in(["cuda", "oom"]))
+    return w.filter(~_is_nvls())
+
+
+def _is_nvls() -> pl.Expr:
+    return (pl.col("family") == "nvls") | pl.col("src_file").fill_null("").str.contains("nvls") \
+        | pl.col("message").fill_null("").str.contains(r"NVLS|NVLink SHARP")
+
+
+@rule("cuda-error", "error", "CUDA error inside NCCL", "errors")
+def cuda_error(ctx: Context) -> Iterable[Finding]:
+    """`Cuda failure [N] '<msg>'`, `Failed to CUDA calloc`, or, with no such WARN, an `unhandled cuda error`
+    in a torch/XLA/nccl-tests message or an error trail whose codes are 1 (ncclUnhandledCudaError).
+    NVLS (nvls.cc) CUDA failures go to nvls-failure. Error; out-of-memory is named as such."""
+    rows = _cuda_rows(ctx)
+    if rows.is_empty():
+        rows = _unhandled_cuda_mentions(ctx)
+    if rows.is_empty():
+        return []
+    msgs = rows["message"].fill_null("").str.to_lowercase() if "message" in rows.columns else pl.Series([""])
+    oom = bool(msgs.str.contains("out of memory|calloc|malloc").any()) or bool(
+        (rows["family"] == "oom").any() if "family" in rows.columns else False)
+    first = rows.sort(["ts_us", "path", "line"], nulls_last=True).head(1)
+    title = ("CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL") + f", first {_who(first, ctx)}"
+    why = ("NCCL allocates its buffers lazily (first collective on a communicator, P2P connection setup); when "
+           "the GPU is already full NCCL is the victim, not the cause." if oom else
+           "A CUDA call NCCL made failed; the communicator is unusable and every rank waiting on this one errors "
+           "out or hangs.")
+    fix = ("Leave headroom on the GPU (smaller batch, PYTORCH_CUDA_ALLOC_CONF, fewer cached blocks) or shrink "
+           "NCCL's footprint: NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS/NCCL_NCHANNELS_PER_NET_PEER." if oom else
+           "Look at the failing CUDA call and the GPU state (nvidia-smi, Xid errors in dmesg); check driver/CUDA "
+           "compatibility and CUDA_VISIBLE_DEVICES.")
+    cited = rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).sort(["path", "line"]).head(8)
+    return [make("cuda-error", "error", title, why, fix, cited, ctx)]
+
+
+def _unhandled_cuda_mentions(ctx: Context) -> pl.DataFrame:
+    """Lines that only report the result code: torch/XLA exceptions and nccl-tests failures (no NCCL WARN)."""
+    pat = r"(?i)unhandled cuda error|ncclUnhandledCudaError"
+    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat) & ~pl.col("text").str.contains(r"NVLS|NVLink SHARP"))
+    other = ctx.logs.warnings.filter(pl.col("text").fill_null("").str.contains(pat))
+    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat))
+    trail = ctx.logs.trail.filter((pl.col("code") == 1) & ~pl.col("src_file").fill_null("").str.contains("nvls"))
+    trail = trail.unique(["path", "host", "pid"], keep="first", maintain_order=True)
+    return cite(torch, other, unk, trail)
+
+
+@rule("shm-exhausted", "error", "/dev/shm too small for NCCL's shared-memory segments", "errors")
+def shm_exhausted(ctx: Context) -> Iterable[Finding]:
+    """SHM WARNs: `posix_fallocate failed : No space left on device`, `failed to extend /dev/shm/nccl-…`,
+    `Error while creating/attaching shared memory segment`. Error."""
+    rows = _live(ctx).filter(pl.col("family") == "shm")
+    if rows.is_empty():
+        return []
+    return [make("shm-exhausted", "error", f"NCCL could not create its shared-memory segments, first {_who(rows.head(1), ctx)}",
+                 "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
+                 "Docker's default /dev/shm is 64 MB, far too small.",
+                 "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
+                 "medium: Memory at /dev/shm. NCCL_SHM_DISABLE=1 avoids it at a bandwidth cost.",
+                 rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).head(8), ctx)]
+
+
+@rule("duplicate-gpu", "error", "Two ranks on the same GPU", "errors")
+def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
+    """NCCL's `Duplicate GPU detected : rank a and rank b both on CUDA device <busId>` (also inside a torch
+    `Last error`), or two ranks of one communicator whose Init lines name the same host and busId. Error.
+    Every rank printing `[0]` alone is not a duplicate (each process may see one GPU as device 0)."""
+    w = ctx.logs.warnings.filter((pl.col("family") == "duplicate_gpu")
+                                 | pl.col("message").fill_null("").str.contains(r"(?i)duplicate gpu detected"))
+    inits = ctx.logs.inits.filter(pl.col("bus_id").is_not_null() & pl.col("rank").is_not_null())
+    clash = norm_host(inits).group_by(["host", "bus_id", "nranks", "comm_id"]).agg(
+        pl.col("rank").n_unique().alias("n")).filter(pl.col("n") > 1)
+    same = norm_host(inits).join(clash.select("host", "bus_id", "nranks", "comm_id"),
+                                 on=["host", "bus_id", "nranks", "comm_id"], nulls_equal=True)
+    rows = cite(w, same)
+    if rows.is_empty():
+        return []
+    return [make("duplicate-gpu", "error", "Several ranks were bound to the same GPU",
+                 "Each rank must own its GPU; here two ranks resolved to one device, so NCCL refuses to build the "
+                 "communicator (ncclInvalidUsage).",
+                 "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
+                 "per process and the launcher's --local_rank / --gpus settings.",
+                 rows.unique(["path", "line"], maintain_order=True).head(10), ctx)]
+
+
+@rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors")
+def nvls_failure(ctx: Context) -> Iterable[Finding]:
+    """A CUDA failure in transport/nvls.cc (`Cuda failure 401|1|801 …`), the 2.29+ `Failed to bind NVLink
+    SHARP (NVLS) Multicast memory` text, or an error trail through nvls.cc. Error. `NVLS multicast support
+    is not available` alone is benign (no NVSwitch)."""
+    w = _live(ctx).filter(_is_nvls() & (pl.col("family").is_in(["nvls", "cuda", "oom", "other"]) | (pl.col("level") == "WARN")))
+    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(r"NVLink SHARP|NVLS"))
+    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"Failed to bind NVLink SHARP"))
+    trail = ctx.logs.trail.filter(pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0))
+    rows = cite(w, torch, unk, trail.unique(["path", "host", "pid"], keep="first", maintain_order=True))
+    if rows.is_empty():
+        return []
+    return [make("nvls-failure", "error", f"NVLink SHARP (NVLS) multicast setup failed, first {_who(rows.sort('line').head(1), ctx)}",
+                 "NVLS needs a healthy Fabric Manager / NVSwitch state; this usually happens when the fabric "
+                 "manager was restarted while processes held NVLS resources, or IMEX channels are missing.",
+                 "Reboot the node (or restart nvidia-fabricmanager with no GPU processes running) and load "
+                 "nvidia-caps-imex-channels; NCCL_NVLS_ENABLE=0 avoids NVLS as a workaround.",
+                 rows.unique(["path", "line"], maintain_order=True).sort(["path", "line"]).head(8), ctx)]

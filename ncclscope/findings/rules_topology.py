@@ -1,0 +1,193 @@
+"""Findings stage, communicator rules: ring/channel consistency, split worlds, missing ranks, stuck init.
+
+Ring and channel lines carry no communicator id; each is attributed to the communicator whose Init
+line the same thread prints next (COMPLETE) or last (START / `comm … nRanks`). Reference: real-logs.md
+§5 R14 and nccl-messages.md §2.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+from ncclscope.align.rankmap import init_rows, world_key
+from ncclscope.findings.registry import Context, rule
+from ncclscope.findings.rules_common import cite, first_per, make, norm_host
+from ncclscope.records import Finding, Severity
+
+THREAD = ["path", "host", "pid", "tid"]
+
+
+def with_comm(df: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """Add `comm_key` to rows of a per-thread table (rings, channels) from the Init lines around them."""
+    inits = init_rows(ctx.logs.inits)
+    d = norm_host(df).with_row_index("_i").sort("line")
+    ends = inits.filter(pl.col("phase") == "complete").select(*THREAD, "line", "comm_key").sort("line")
+    starts = inits.filter(pl.col("phase") != "complete").select(*THREAD, "line", "comm_key").sort("line")
+    fwd = d.join_asof(ends, on="line", by=THREAD, strategy="forward", check_sortedness=False)
+    back = d.select("_i", "line", *THREAD).join_asof(starts, on="line", by=THREAD, strategy="backward",
+                                                     check_sortedness=False)
+    out = fwd.join(back.select("_i", pl.col("comm_key").alias("_back")), on="_i", how="left")
+    out = out.with_columns(comm_key=pl.coalesce("comm_key", "_back")).drop("_back")
+    keys = out["comm_key"].drop_nulls().unique()
+    if keys.len() <= 1:  # one communicator (or none printed): every line belongs to it
+        out = out.with_columns(comm_key=pl.lit(keys[0] if keys.len() else "job"))
+    return out.sort("_i").drop("_i")
+
+
+def _order_str(col: str = "order") -> pl.Expr:
+    return pl.col(col).cast(pl.List(pl.Utf8)).list.join(" ")
+
+
+@rule("topology-mismatch", "error", "Ranks of one communicator disagree on rings or channels", "config")
+def topology_mismatch(ctx: Context) -> Iterable[Finding]:
+    """Within one communicator: ring order (`Channel NN/MM : 0 1 …`) or the channel count MM printed
+    differently by two processes; a ring order that visits a rank twice; ring neighbours that contradict
+    (`Ring NN : a -> b -> c` on b says next c, c says prev ≠ b) — error. NCCL's `ring … does not loop back`
+    WARN — error. `N coll channels` summary differing across ranks — warning."""
+    out: list[Finding] = []
+    rings = with_comm(ctx.logs.rings, ctx) if ctx.logs.rings.height else None
+    if rings is not None:
+        orders = rings.filter((pl.col("kind") == "ring_order") & pl.col("order").is_not_null()).with_columns(
+            o=_order_str())
+        out += _order_checks(orders, ctx)
+        out += _neighbour_checks(rings.filter(pl.col("kind") == "ring_neighbors"), ctx)
+    ring_warn = ctx.logs.warnings.filter((pl.col("family") == "ring") & ~pl.col("benign").fill_null(False))
+    if ring_warn.height:
+        out.append(_f("error", "NCCL reports a broken ring", ring_warn, ctx))
+    summary = ctx.logs.channels.filter((pl.col("kind") == "summary") & pl.col("coll_channels").is_not_null())
+    if summary.height:
+        s = with_comm(summary, ctx)
+        bad = s.group_by("comm_key").agg(pl.col("coll_channels").n_unique().alias("n")).filter(pl.col("n") > 1)
+        rows = s.join(bad.select("comm_key"), on="comm_key")
+        if rows.height:
+            out.append(_f("warning", "Ranks of one communicator report different channel counts",
+                          first_per(rows, ["comm_key", "coll_channels"]), ctx))
+    return out
+
+
+def _f(sev: Severity, title: str, rows: pl.DataFrame, ctx: Context) -> Finding:
+    return make("topology-mismatch", sev, title,
+                "All ranks of a communicator must build the same rings and channel count; when they do not, the "
+                "ranks wait on peers that never send and the first collective hangs. It means the processes "
+                "disagree on the topology: different NCCL versions or settings (NCCL_MIN/MAX_NCHANNELS, "
+                "NCCL_ALGO, topology/graph files) or a launcher that mixed up ranks.",
+                "Run every rank with the same NCCL build and the same NCCL_* environment; compare the ring lines "
+                "(NCCL_DEBUG_SUBSYS=INIT,GRAPH) between the disagreeing ranks.", rows, ctx)
+
+
+def _order_checks(orders: pl.DataFrame, ctx: Context) -> list[Finding]:
+    out: list[Finding] = []
+    if orders.is_empty():
+        return out
+    by_chan = orders.group_by(["comm_key", "channel"]).agg(pl.col("o").n_unique().alias("n")).filter(pl.col("n") > 1)
+    rows = orders.join(by_chan.select("comm_key", "channel"), on=["comm_key", "channel"])
+    if rows.height:
+        out.append(_f("error", "Ranks print different ring orders for the same channel",
+                      first_per(rows, ["comm_key", "channel", "o"]), ctx))
+    nch = orders.drop_nulls("nchannels").group_by("comm_key").agg(pl.col("nchannels").n_unique().alias("n"))
+    rows = orders.join(nch.filter(pl.col("n") > 1).select("comm_key"), on="comm_key")
+    if rows.height:
+        out.append(_f("error", "Ranks of one communicator use different channel counts",
+                      first_per(rows, ["comm_key", "nchannels"]), ctx))
+    dup = orders.filter(pl.col("order").list.n_unique() < pl.col("order").list.len())
+    if dup.height:
+        out.append(_f("error", "A ring visits the same rank twice (it does not close over all ranks)", dup, ctx))
+    return out
+
+
+def _neighbour_checks(nb: pl.DataFrame, ctx: Context) -> list[Finding]:
+    if nb.is_empty():
+        return []
+    nb = nb.filter(pl.col("order").list.len() == 3).with_columns(
+        prev=pl.col("order").list.get(0), me=pl.col("order").list.get(1), nxt=pl.col("order").list.get(2))
+    nb = nb.filter(pl.col("me") >= 0)
+    peer = nb.select("comm_key", "channel", pl.col("me").alias("nxt"), pl.col("prev").alias("peer_prev"),
+                     pl.col("path").alias("p2"), pl.col("line").alias("l2")).unique(["comm_key", "channel", "nxt"])
+    bad = nb.join(peer, on=["comm_key", "channel", "nxt"]).filter(pl.col("peer_prev") != pl.col("me"))
+    if bad.is_empty():
+        return []
+    other = nb.join(bad.select(pl.col("p2").alias("path"), pl.col("l2").alias("line")), on=["path", "line"])
+    return [_f("error", "Ring neighbours contradict each other: a ring does not close",
+               cite(bad, other), ctx)]
+
+
+@rule("split-world", "error", "Nodes formed separate communicators instead of one job", "config")
+def split_world(ctx: Context) -> Iterable[Finding]:
+    """Error when the same global rank (≥2-rank communicators) shows up on two hosts, when ≥2 hosts each
+    report `nNodes 1`, or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`
+    WARN: the launcher started independent jobs (wrong num_nodes/world size, nccl-tests without MPI)."""
+    inits = init_rows(ctx.logs.inits).filter(pl.col("nranks") >= 2)
+    wkey, _ = world_key(_comms(inits))
+    world = inits.filter(pl.col("comm_key") == wkey) if wkey else inits
+    by_size = inits.filter(pl.col("host") != "").group_by(["nranks", "rank"]).agg(
+        pl.col("host").n_unique().alias("n_hosts"))
+    dup = inits.join(by_size.filter(pl.col("n_hosts") > 1).select("nranks", "rank"), on=["nranks", "rank"])
+    one_node = world.filter((pl.col("nnodes") == 1) & (pl.col("host") != ""))
+    lonely = one_node if one_node["host"].n_unique() > 1 else one_node.clear()
+    root = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(
+        r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch"))
+    rows = cite(first_per(dup, ["host", "rank"]), first_per(lonely, ["host"]), root)
+    if rows.is_empty():
+        return []
+    return [make("split-world", "error", "Ranks did not form one communicator: nodes started separate jobs",
+                 "Each node created its own communicator of local size (or two processes claimed the same rank), "
+                 "so ranks never meet: the job hangs at init or every node trains alone.",
+                 "Give every process a unique global rank and the same world size: check num_nodes/--nnodes, "
+                 "srun --ntasks-per-node, MASTER_ADDR/PORT; build nccl-tests with MPI=1 and launch with mpirun.",
+                 rows, ctx)]
+
+
+def _comms(inits: pl.DataFrame) -> pl.DataFrame:
+    return inits.group_by("comm_key").agg(pl.col("nranks").max(), pl.col("rank").n_unique().alias("ranks_seen"),
+                                          pl.col("line").min().alias("_first"))
+
+
+@rule("missing-ranks", "warning", "Fewer ranks in the evidence than the communicator has", "config")
+def missing_ranks(ctx: Context) -> Iterable[Finding]:
+    """The world communicator says nRanks N but only k < N ranks appear. A pasted excerpt legitimately
+    shows few ranks, so this is info; it is a warning when the input is several per-process files
+    (then the missing ranks' logs are what is needed, often the rank that failed first)."""
+    comms = ctx.comms
+    if comms.is_empty():
+        return []
+    top = comms.sort(["nranks", "ranks_seen"], descending=True, nulls_last=True).row(0, named=True)
+    n = top["nranks"]
+    seen = max(int(top["ranks_seen"] or 0), ctx.ranks["rank"].drop_nulls().n_unique())
+    if n is None or seen >= n:
+        return []
+    files = ctx.ranks["path"].drop_nulls().n_unique()
+    sev: Severity = "warning" if files > 1 else "info"
+    inits = init_rows(ctx.logs.inits).filter(pl.col("comm_key") == top["comm_key"])
+    return [make("missing-ranks", sev, f"Only {seen} of {n} ranks appear in the evidence",
+                 "Findings can only speak for the ranks whose lines were given; in a hang or crash the rank that "
+                 "failed first is often the one whose log is missing.",
+                 "Collect every rank's log (NCCL_DEBUG_FILE=/path/nccl.%h.%p) and pass them all.",
+                 first_per(inits, ["host"]), ctx, metrics={"nranks": n, "ranks_seen": seen})]
+
+
+@rule("init-incomplete", "error", "Communicator init started but did not complete", "config")
+def init_incomplete(ctx: Context) -> Iterable[Finding]:
+    """Ranks with `Init START` but no `Init COMPLETE` for the same communicator. Error when other ranks
+    of that communicator completed (those ranks are stuck or failed in init); warning when none did
+    (the excerpt may simply end before COMPLETE)."""
+    inits = init_rows(ctx.logs.inits)
+    start = inits.filter(pl.col("phase") == "start")
+    done = inits.filter(pl.col("phase") == "complete").select("comm_key", "rank").unique()
+    stuck = start.join(done, on=["comm_key", "rank"], how="anti")
+    if stuck.is_empty():
+        return []
+    out: list[Finding] = []
+    for key, rows in stuck.group_by("comm_key", maintain_order=True):
+        completed = done.filter(pl.col("comm_key") == key[0]).height
+        sev: Severity = "error" if completed else "warning"
+        title = (f"{rows['rank'].n_unique()} rank(s) started init but never completed while {completed} did"
+                 if completed else "Init START without Init COMPLETE in the evidence")
+        out.append(make("init-incomplete", sev, title,
+                        "A rank that never reaches Init COMPLETE is stuck in bootstrap, topology search or "
+                        "connection setup; every collective on that communicator will hang.",
+                        "Look at the last lines those ranks printed (bootstrap, NET, channel setup) and at WARNs "
+                        "on them; check that every rank of the communicator was launched and can reach the others.",
+                        first_per(rows, ["host", "pid", "rank"]), ctx, metrics={"comm": key[0]}))
+    return out

@@ -1,0 +1,112 @@
+"""Findings, configuration rules: transport fallbacks, GDR, versions, environment, P2P."""
+
+from __future__ import annotations
+
+from logframes_builder import init, logs, proc, run, warn
+
+A, B = proc("node-a", 100, 0), proc("node-b", 200, 0)
+
+
+def _conn(p: dict[str, object], src: int, dst: int, transport: str, net: str | None = None,
+          gdr: bool | None = None, direction: str | None = "send") -> dict[str, object]:
+    return {**p, "channel": 0, "src_rank": src, "dst_rank": dst, "transport": transport, "net": net, "gdr": gdr,
+            "direction": direction if transport == "NET" else None}
+
+
+def test_socket_while_other_node_uses_ib_is_warning() -> None:
+    lf = logs(network=[{**A, "kind": "using_network", "net": "Socket"}, {**B, "kind": "using_network", "net": "IB"}],
+              connections=[_conn(A, 0, 1, "NET", "Socket")], inits=[init(A, 0, 2), init(B, 1, 2)])
+    [f] = run("net-socket-fallback", lf)
+    assert f.severity == "warning" and "IB" in f.title
+
+
+def test_socket_between_nodes_without_ib_is_info_with_reason() -> None:
+    lf = logs(network=[{**A, "kind": "using_network", "net": "Socket"}, {**A, "kind": "ib_no_device"}],
+              connections=[_conn(A, 1, 0, "NET", "Socket", direction="receive")])
+    [f] = run("net-socket-fallback", lf)
+    assert f.severity == "info" and len(f.evidence) >= 2
+
+
+def test_socket_on_ipoib_is_warning() -> None:
+    lf = logs(network=[{**A, "kind": "socket_iface", "iface": "ib0", "address": "192.168.1.1"},
+                       {**A, "kind": "using_network", "net": "Socket"}],
+              connections=[_conn(A, 0, 1, "NET", "Socket")])
+    [f] = run("net-socket-fallback", lf)
+    assert f.severity == "warning"
+
+
+def test_socket_on_single_node_is_silent_and_ib_is_silent() -> None:
+    assert run("net-socket-fallback", logs(network=[{**A, "kind": "using_network", "net": "Socket"}])) == []
+    lf = logs(network=[{**A, "kind": "using_network", "net": "IB"}], connections=[_conn(A, 0, 1, "NET", "IB", True)])
+    assert run("net-socket-fallback", lf) == []
+
+
+def test_net_plugin_failed_to_initialise() -> None:
+    lf = logs(warnings=[warn(A, "plugin", "NET/OFI OFI fi_getinfo() call failed: No data available")])
+    [f] = run("net-socket-fallback", lf)
+    assert f.severity == "warning"
+
+
+def test_gdr_disabled_line_and_ib_without_gdrdma() -> None:
+    [f] = run("gdr-disabled", logs(network=[{**A, "kind": "gdr_disabled", "hca": "mlx5_0"}]))
+    assert f.severity == "warning"
+    [f] = run("gdr-disabled", logs(connections=[_conn(A, 5, 12, "NET", "IB", False)]))
+    assert f.severity == "warning"
+    mixed = logs(connections=[_conn(A, 0, 1, "NET", "IB", True), _conn(B, 1, 0, "NET", "IB", False)])
+    [f] = run("gdr-disabled", mixed)
+    assert "some ranks" in f.title
+
+
+def test_gdr_on_or_socket_is_silent() -> None:
+    assert run("gdr-disabled", logs(connections=[_conn(A, 3, 6, "NET", "IB", True)])) == []
+    assert run("gdr-disabled", logs(connections=[_conn(A, 3, 6, "NET", "Socket", False)])) == []
+
+
+def test_nccl_version_mismatch_is_error_driver_mismatch_warning() -> None:
+    lf = logs(versions=[{**A, "kind": "nccl", "value": "2.14.3"}, {**B, "kind": "nccl", "value": "2.19.3"},
+                        {**A, "kind": "cuda_driver", "value": "12000"}, {**B, "kind": "cuda_driver", "value": "12040"}],
+              inits=[init(A, 0, 2), init(B, 1, 2)])
+    found = {f.severity: f for f in run("version-mismatch", lf)}
+    assert set(found) == {"error", "warning"}
+    assert found["error"].ranks == (0, 1) and found["error"].metrics["ranks_by_version"] == {"2.14.3": [0], "2.19.3": [1]}
+
+
+def test_same_versions_silent_and_nccl_check_warn_fires() -> None:
+    same = logs(versions=[{**A, "kind": "nccl", "value": "2.19.3"}, {**B, "kind": "nccl", "value": "2.19.3"}])
+    assert run("version-mismatch", same) == []
+    lf = logs(warnings=[warn(A, "version", "Mismatched NCCL version detected : rank 0 version 22705 rank 1 version 21903")])
+    [f] = run("version-mismatch", lf)
+    assert f.severity == "error"
+
+
+def test_env_mismatch_severity_by_setting() -> None:
+    lf = logs(env=[{**A, "name": "NCCL_PROTO", "value": "LL"}, {**B, "name": "NCCL_PROTO", "value": "Simple"},
+                   {**A, "name": "NCCL_SOCKET_IFNAME", "value": "eth0"}, {**B, "name": "NCCL_SOCKET_IFNAME", "value": "ens5"}])
+    found = {f.metrics["name"]: f.severity for f in run("env-mismatch", lf)}
+    assert found == {"NCCL_PROTO": "error", "NCCL_SOCKET_IFNAME": "warning"}
+
+
+def test_env_same_everywhere_or_one_process_is_silent() -> None:
+    lf = logs(env=[{**A, "name": "NCCL_IB_DISABLE", "value": "1"}, {**B, "name": "NCCL_IB_DISABLE", "value": "1"},
+                   {**A, "name": "NCCL_ALGO", "value": "Ring"}])
+    assert run("env-mismatch", lf) == []
+
+
+def test_p2p_disabled_by_env_and_nvlink_warn() -> None:
+    [f] = run("p2p-degraded", logs(env=[{**A, "name": "NCCL_P2P_DISABLE", "value": "1"}]))
+    assert f.severity == "warning"
+    lf = logs(warnings=[warn(A, "p2p", "P2P is disabled between NVLINK connected GPUs 1 and 3. ...")])
+    assert [f.severity for f in run("p2p-degraded", lf)] == ["error"]
+
+
+def test_net_between_ranks_of_one_host_is_warning() -> None:
+    a1 = proc("node-a", 101, 1)
+    lf = logs(inits=[init(A, 0, 2), init(a1, 1, 2)], connections=[_conn(A, 0, 1, "NET", "IB", True)])
+    [f] = run("p2p-degraded", lf)
+    assert f.severity == "warning"
+
+
+def test_shm_is_info_and_p2p_is_silent() -> None:
+    [f] = run("p2p-degraded", logs(connections=[_conn(A, 2, 0, "SHM")]))
+    assert f.severity == "info"
+    assert run("p2p-degraded", logs(connections=[_conn(A, 0, 1, "P2P")])) == []

@@ -1,0 +1,104 @@
+"""Findings, communicator rules: rings/channels, split worlds, missing ranks, incomplete init."""
+
+from __future__ import annotations
+
+import polars as pl
+from logframes_builder import init, logs, proc, run, table, warn
+
+from ncclscope.frames import LogFrames
+
+A, B, C = proc("node-a", 100, 0), proc("node-b", 200, 0), proc("node-a", 101, 1)
+
+
+def _order(p: dict[str, object], channel: int, order: list[int], nch: int = 2, **kw: object) -> dict[str, object]:
+    return {**p, "kind": "ring_order", "channel": channel, "nchannels": nch, "order": order, **kw}
+
+
+def _nb(p: dict[str, object], channel: int, prev: int, me: int, nxt: int) -> dict[str, object]:
+    return {**p, "kind": "ring_neighbors", "channel": channel, "order": [prev, me, nxt]}
+
+
+def test_ring_order_and_channel_count_disagree() -> None:
+    lf = logs(rings=[_order(A, 0, [0, 1, 2, 3]), _order(B, 0, [0, 2, 1, 3], nch=4)])
+    titles = {f.title for f in run("topology-mismatch", lf)}
+    assert any("ring orders" in t for t in titles) and any("channel counts" in t for t in titles)
+
+
+def test_ring_visiting_a_rank_twice() -> None:
+    [f] = run("topology-mismatch", logs(rings=[_order(A, 0, [0, 1, 1, 3])]))
+    assert f.severity == "error"
+
+
+def test_contradicting_neighbours() -> None:
+    lf = logs(rings=[_nb(A, 0, 3, 0, 1), _nb(B, 0, 2, 1, 2)])  # 0 says next is 1; 1 says prev is 2
+    [f] = run("topology-mismatch", lf)
+    assert "does not close" in f.title and len(f.evidence) == 2
+
+
+def test_consistent_rings_are_silent() -> None:
+    lf = logs(rings=[_order(A, 0, [0, 1, 2, 3]), _order(A, 1, [0, 1, 2, 3]),
+                     _nb(A, 2, 1, 0, 2), _nb(B, 2, 0, 2, 1), _nb(C, 2, 2, 1, 0)])
+    assert run("topology-mismatch", lf) == []
+
+
+def test_rings_of_different_communicators_are_not_compared() -> None:
+    rows = [init(A, 0, 4, comm_id="0x1", phase="start"), _order(A, 0, [0, 1, 2, 3]), init(A, 0, 4, comm_id="0x1"),
+            init(A, 0, 2, comm_id="0x2", phase="start"), _order(A, 0, [0, 1]), init(A, 0, 2, comm_id="0x2")]
+    rows = [{**r, "line": 1000 + i} for i, r in enumerate(rows)]
+    lf = LogFrames(inits=table("inits", [r for r in rows if "phase" in r]),
+                   rings=table("rings", [r for r in rows if "kind" in r]))
+    assert run("topology-mismatch", lf) == []
+
+
+def test_channel_summary_disagrees() -> None:
+    lf = logs(channels=[{**A, "kind": "summary", "coll_channels": 2}, {**B, "kind": "summary", "coll_channels": 4}])
+    [f] = run("topology-mismatch", lf)
+    assert f.severity == "warning"
+
+
+def test_split_world_same_rank_on_two_hosts() -> None:
+    lf = logs(inits=[init(A, 0, 8, comm_id="0x1"), init(B, 0, 8, comm_id="0x2")])
+    [f] = run("split-world", lf)
+    assert f.severity == "error" and f.hosts == ("node-a", "node-b")
+
+
+def test_split_world_each_host_one_node() -> None:
+    lf = logs(inits=[init(A, 0, 2, phase="comm", nnodes=1), init(proc("node-b", 7, 0), 1, 2, phase="comm", nnodes=1)])
+    assert [f.id for f in run("split-world", lf)] == ["split-world"]
+
+
+def test_split_world_silent_for_one_world_and_standalone_single_rank_runs() -> None:
+    assert run("split-world", logs(inits=[init(A, 0, 2), init(B, 1, 2)])) == []
+    # per-node standalone nranks 1 tests are legitimate
+    assert run("split-world", logs(inits=[init(A, 0, 1, comm_id="0x1"), init(B, 0, 1, comm_id="0x2")])) == []
+
+
+def test_bootstrap_root_rank_checked_in_twice() -> None:
+    lf = logs(warnings=[warn(A, "bootstrap", "Bootstrap Root : rank 3 of 8 ranks has already checked in")])
+    assert [f.severity for f in run("split-world", lf)] == ["error"]
+
+
+def test_missing_ranks_info_for_excerpt_warning_for_per_rank_files() -> None:
+    [f] = run("missing-ranks", logs(inits=[init(A, 0, 8), init(C, 1, 8)]))
+    assert f.severity == "info" and f.metrics == {"nranks": 8, "ranks_seen": 2}
+    lf = LogFrames(inits=pl.concat([table("inits", [init(A, 0, 4)], path="r0.log"),
+                                    table("inits", [init(B, 1, 4)], path="r1.log")]))
+    [f] = run("missing-ranks", lf)
+    assert f.severity == "warning"
+
+
+def test_all_ranks_seen_is_silent() -> None:
+    assert run("missing-ranks", logs(inits=[init(A, 0, 2), init(B, 1, 2)])) == []
+
+
+def test_init_start_without_complete() -> None:
+    lf = logs(inits=[init(A, 0, 2, phase="start"), init(A, 0, 2), init(B, 1, 2, phase="start")])
+    [f] = run("init-incomplete", lf)
+    assert f.severity == "error" and f.ranks == (1,)
+    [f] = run("init-incomplete", logs(inits=[init(A, 0, 1, phase="start")]))
+    assert f.severity == "warning"
+
+
+def test_init_complete_is_silent() -> None:
+    lf = logs(inits=[init(A, 0, 2, phase="start"), init(A, 0, 2), init(B, 1, 2)])
+    assert run("init-incomplete", lf) == []
