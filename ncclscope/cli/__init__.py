@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; domain errors become one line on stderr, no traceback."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # Non-standalone click returns the code of a typer.Exit instead of raising it.
+        rc = app(args=argv, standalone_mode=False)
     except NcclscopeError as e:
         print(f"ncclscope: error: {e}", file=sys.stderr)
         return e.exit_code
@@ -38,11 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         print("ncclscope: aborted", file=sys.stderr)
         return 130
-    except Exception as e:  # click.UsageError and friends
-        from click import ClickException
-
-        if isinstance(e, ClickException):
-            e.show()
+    except Exception as e:
+        # Usage errors from Typer's click (vendored as typer._click in newer Typer): duck-typed.
+        show, code = getattr(e, "show", None), getattr(e, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
             return EXIT_BAD_INPUT
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
