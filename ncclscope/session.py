@@ -49,10 +49,18 @@ def analyze(
     inputs = parse.classify_inputs(list(paths) + list(trace_paths))
     logs = parse.read_logs(inputs.logs, progress=progress)
     ranks, comms = align.identify(logs)
-    traces = parse.read_traces(inputs.traces, rank_map=rank_map, progress=progress) if inputs.traces else None
-    aligned = align.align_traces(traces) if traces is not None else None
+    # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
+    trace_inputs = [*inputs.traces, *trace_paths]
+    traces = parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress) if trace_inputs else None
+    # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
+    aligned = align.align_traces(traces, ranks=ranks) if traces is not None else None
     flight = parse.read_flight(inputs.dumps) if inputs.dumps else None
     ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight)
     findings = tuple(run_rules(ctx))
     return Session(logs=logs, ranks=ranks, comms=comms, findings=findings, traces=traces,
-                   aligned_traces=aligned, flight=flight, notes=logs.notes + inputs.notes)
+                   aligned_traces=aligned, flight=flight,
+                   notes=logs.notes + inputs.notes + _notes(traces) + _notes(aligned))
+
+
+def _notes(stage: Any) -> tuple[str, ...]:
+    return tuple(getattr(stage, "notes", ()) or ())

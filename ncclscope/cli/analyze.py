@@ -9,8 +9,8 @@ import typer
 
 from ncclscope.cli import app
 from ncclscope.cli.console import progress_printer, stderr_console, stdout_console
-from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map
-from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, StrictModeError
+from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map
+from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError, StrictModeError
 
 
 class Format(str, Enum):
@@ -20,7 +20,8 @@ class Format(str, Enum):
 
 @app.command()
 def analyze(
-    paths: Paths,
+    paths: Annotated[list[str] | None, typer.Argument(help="Log files, globs, directories, .gz files, '-' for "
+                                                      "stdin; traces and dumps too.", show_default=False)] = None,
     trace: TraceDir = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     rank_map: RankMap = None,
@@ -31,7 +32,9 @@ def analyze(
     from ncclscope.report import json_report, terminal
     from ncclscope.session import analyze as run
 
-    s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress_printer(not quiet))
+    if not paths and not trace:
+        raise InputError("nothing to analyze: give log paths and/or --trace DIR")
+    s = run(paths or [], trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress_printer(not quiet))
     if fmt is Format.json:
         typer.echo(json_report.render(s), nl=False)
     else:

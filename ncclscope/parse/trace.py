@@ -54,7 +54,8 @@ def expand_trace_paths(paths: Sequence[str]) -> list[str]:
             out.extend(hits)
         else:
             raise TraceError(f"{p}: no such trace file")
-    return list(dict.fromkeys(out))
+    # The same file named twice (a directory and a file in it, or two spellings) is read once.
+    return list({os.path.realpath(p): p for p in reversed(out)}.values())[::-1]
 
 
 def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
