@@ -12,7 +12,7 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
@@ -172,7 +172,7 @@ class _ToRow(Transformer[Token, Row]):
         return {"ran_for_ms": _int(items[0])}
 
     # --- PG status --------------------------------------------------------------------------
-    _HEADS = {"Exception (either an error or timeout) detected": "exception", "NCCL error is detected": "error",
+    _HEADS: ClassVar[dict[str, str]] = {"Exception (either an error or timeout) detected": "exception", "NCCL error is detected": "error",
               "Work timeout is detected": "timeout", "failure detected": "failure"}
 
     def status(self, items: list[Any]) -> Row:
@@ -315,7 +315,7 @@ class _ToRow(Transformer[Token, Row]):
     def term_throw(self, items: list[Any]) -> Row:
         return {"kind": "terminate", "detail": _rest(items)}
 
-    _OPTS = {"global rank": ("rank", int), "TIMEOUT(ms)": ("timeout_ms", int), "NCCL version": ("nccl_version", str),
+    _OPTS: ClassVar[dict[str, tuple[str, type]]] = {"global rank": ("rank", int), "TIMEOUT(ms)": ("timeout_ms", int), "NCCL version": ("nccl_version", str),
              "PG Name": ("pg_name", str)}
 
     def init_options(self, items: list[Any]) -> Row:
@@ -351,10 +351,11 @@ class _ToRow(Transformer[Token, Row]):
         return {"kind": "ras", "detail": "op_count_mismatch", "op_type": str(items[0])}
 
     def ras_op_count(self, items: list[Any]) -> Row:
-        return {"kind": "ras", "detail": "op_count", "numel_in": _int(items[0]), "seq": _int(items[1])}
+        n = _int(items[0]) if len(items) == 2 else None
+        return {"kind": "ras", "detail": "op_count", "numel_in": n, "seq": _int(items[-1])}
 
     def ras_no_ops(self, items: list[Any]) -> Row:
-        return {"kind": "ras", "detail": "op_count", "numel_in": _int(items[0]), "seq": 0}
+        return {"kind": "ras", "detail": "op_count", "numel_in": _int(items[0]) if items else None, "seq": 0}
 
     def ras_rank(self, items: list[Any]) -> Row:
         return {"kind": "ras", "detail": f"rank on {_rest(items)}", "rank": _int(items[0])}

@@ -21,7 +21,12 @@ MAX_EVIDENCE = 6
 
 
 def verdict(s: Session) -> str:
-    """One sentence: the first error finding, else the first warning, else a clean bill."""
+    """One sentence: the hang verdict when a collective is stuck, else the first error finding,
+    else the first warning, else a clean bill."""
+    hangs = [f for f in s.findings if f.id == "collective-hang" and f.severity == "error"]
+    if hangs:
+        more = f" (+{len(hangs) - 1} more stuck collectives)" if len(hangs) > 1 else ""
+        return f"{hangs[0].title.rstrip('.')}{more}."
     for sev in ("error", "warning"):
         top = [f for f in s.findings if f.severity == sev]
         if top:

@@ -8,6 +8,7 @@ import pytest
 
 from ncclscope import schema as S
 from ncclscope.parse import torch_lines
+
 from .torch_line_cases import CASES, NOT_TORCH
 
 

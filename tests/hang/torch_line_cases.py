@@ -8,111 +8,111 @@ from __future__ import annotations
 
 CASES: list[tuple[str, dict[str, object]]] = [
     # P1 watchdog timeout, every era
-    ("[E ProcessGroupNCCL.cpp:566] [Rank 1] Watchdog caught collective operation timeout: "
-     "WorkNCCL(OpType=BROADCAST, TensorShape=[1000], Timeout(ms)=1800000) ran for 1800397 milliseconds before timing out.",
+    (("[E ProcessGroupNCCL.cpp:566] [Rank 1] Watchdog caught collective operation timeout: "
+     "WorkNCCL(OpType=BROADCAST, TensorShape=[1000], Timeout(ms)=1800000) ran for 1800397 milliseconds before timing out."),
      {"kind": "watchdog_timeout", "severity": "E", "rank": 1, "op_type": "BROADCAST", "seq": None,
       "timeout_ms": 1800000, "ran_for_ms": 1800397}),
-    ("[E ProcessGroupNCCL.cpp:587] [Rank 2] Watchdog caught collective operation timeout: "
-     "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800296 milliseconds before timing out.",
+    (("[E ProcessGroupNCCL.cpp:587] [Rank 2] Watchdog caught collective operation timeout: "
+     "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800296 milliseconds before timing out."),
      {"kind": "watchdog_timeout", "rank": 2, "seq": 469508, "op_type": "ALLREDUCE", "numel_in": None}),
-    ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=158046, "
-     "OpType=GATHER, NumelIn=2867200, NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.",
+    (("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=158046, "
+     "OpType=GATHER, NumelIn=2867200, NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out."),
      {"kind": "watchdog_timeout", "rank": 1, "seq": 158046, "op_type": "GATHER", "numel_in": 2867200, "numel_out": 0}),
-    ("[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: "
+    (("[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: "
      "WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran for 600081 "
-     "milliseconds before timing out.",
+     "milliseconds before timing out."),
      {"kind": "watchdog_timeout", "severity": "E", "rank": 0, "seq": 1, "op_type": "BROADCAST", "ran_for_ms": 600081}),
-    ("E0321 02:07:08.408271 12345 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: "
+    (("E0321 02:07:08.408271 12345 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: "
      "WorkNCCL(SeqNum=7, OpType=_ALLGATHER_BASE, NumelIn=4, NumelOut=32, Timeout(ms)=60000) ran for 60012 milliseconds "
-     "before timing out.",
+     "before timing out."),
      {"kind": "watchdog_timeout", "severity": "E", "rank": 3, "seq": 7, "op_type": "_ALLGATHER_BASE"}),
-    ("Epoch 0:   6%|██    | 32040/500150 [6:28:43<94:39:17,  1.37it/s, loss=2.6][E ProcessGroupNCCL.cpp:458] [Rank 0] "
+    (("Epoch 0:   6%|██    | 32040/500150 [6:28:43<94:39:17,  1.37it/s, loss=2.6][E ProcessGroupNCCL.cpp:458] [Rank 0] "
      "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for "
-     "25624887 milliseconds before timing out.",
+     "25624887 milliseconds before timing out."),
      {"kind": "watchdog_timeout", "rank": 0, "seq": 96120}),
     # P1 hard-wrapped after `timeout: `
     ("[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14] Watchdog caught collective operation timeout: ",
      {"kind": "watchdog_timeout", "rank": 14, "seq": None, "detail": "wrapped_head"}),
-    ("WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before "
-     "timing out.",
+    (("WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before "
+     "timing out."),
      {"kind": "watchdog_timeout", "seq": 2070, "op_type": "REDUCE", "detail": "wrapped_tail", "rank": None}),
     # P24 blocking wait
-    ("[E ProcessGroupNCCL.cpp:1004] [Rank 5] Work WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=60000) timed out in "
-     "blocking wait (NCCL_BLOCKING_WAIT=1).",
+    (("[E ProcessGroupNCCL.cpp:1004] [Rank 5] Work WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=60000) timed out in "
+     "blocking wait (NCCL_BLOCKING_WAIT=1)."),
      {"kind": "watchdog_timeout", "rank": 5, "seq": 12, "detail": "blocking_wait"}),
     # P4–P7 PG status
-    ("[rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at NCCL work: 158046, last enqueued NCCL work: 158046, "
-     "last completed NCCL work: 158045.",
+    (("[rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at NCCL work: 158046, last enqueued NCCL work: 158046, "
+     "last completed NCCL work: 158045."),
      {"kind": "pg_status", "pg_id": "1", "rank": 1, "seq": 158046, "last_enqueued": 158046, "last_completed": 158045,
       "detail": "timeout_at"}),
-    ("[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error or timeout) detected by "
-     "watchdog at work: 7753, last enqueued NCCL work: 7755, last completed NCCL work: 7752.",
+    (("[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error or timeout) detected by "
+     "watchdog at work: 7753, last enqueued NCCL work: 7755, last completed NCCL work: 7752."),
      {"kind": "pg_status", "pg_id": "1", "seq": 7753, "last_enqueued": 7755, "last_completed": 7752, "detail": "exception"}),
-    ("[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 12] Exception (either an error or "
-     "timeout) detected",
+    (("[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 12] Exception (either an error or "
+     "timeout) detected"),
      {"kind": "pg_status", "pg_id": "0", "pg_desc": "default_pg", "rank": 12, "detail": "wrapped_head"}),
     ("by watchdog at work: 2070, last enqueued NCCL work: 2070, last completed NCCL work: 2069.",
      {"kind": "pg_status", "seq": 2070, "last_enqueued": 2070, "last_completed": 2069, "detail": "wrapped_tail"}),
-    ("[E1010 10:00:00.000000001 ProcessGroupNCCL.cpp:1800] [PG ID 0 PG GUID 0(default_pg) Rank 2] NCCL error is detected "
-     "by watchdog at work: 31, last enqueued NCCL work: 31, last completed NCCL work: 30.",
+    (("[E1010 10:00:00.000000001 ProcessGroupNCCL.cpp:1800] [PG ID 0 PG GUID 0(default_pg) Rank 2] NCCL error is detected "
+     "by watchdog at work: 31, last enqueued NCCL work: 31, last completed NCCL work: 30."),
      {"kind": "pg_status", "seq": 31, "detail": "error", "pg_name": "0"}),
-    ("[E1010 10:00:00.000000001 ProcessGroupNCCL.cpp:1800] [PG ID 0 PG GUID 0(default_pg) Rank 2] Work timeout is detected "
-     "by watchdog at work: 31, last enqueued NCCL work: 32, last completed NCCL work: 30.",
+    (("[E1010 10:00:00.000000001 ProcessGroupNCCL.cpp:1800] [PG ID 0 PG GUID 0(default_pg) Rank 2] Work timeout is detected "
+     "by watchdog at work: 31, last enqueued NCCL work: 32, last completed NCCL work: 30."),
      {"kind": "pg_status", "seq": 31, "last_enqueued": 32, "detail": "timeout"}),
-    ("[rank5]:[E626 16:48:25.440238649 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected "
-     "by watchdog at work sequence id: 120049 PG status: last enqueued work: 120051, last completed work: 120048",
+    (("[rank5]:[E626 16:48:25.440238649 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected "
+     "by watchdog at work sequence id: 120049 PG status: last enqueued work: 120051, last completed work: 120048"),
      {"kind": "pg_status", "pg_id": "0", "pg_name": "0", "pg_desc": "default_pg", "rank": 5, "seq": 120049,
       "last_enqueued": 120051, "last_completed": 120048, "detail": "failure"}),
-    ("[rank1]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 1]  failure detected by watchdog "
-     "at work sequence id: 1 PG status: last enqueued work: 547, last completed work: -1",
+    (("[rank1]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 1]  failure detected by watchdog "
+     "at work sequence id: 1 PG status: last enqueued work: 547, last completed work: -1"),
      {"kind": "pg_status", "pg_id": "1", "pg_name": "1", "pg_desc": None, "seq": 1, "last_completed": -1}),
     # P13–P16 dump signals
-    ("[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due "
+    (("[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due "
      "to a collective timeout from  rank 6 and we will try our best to dump the debug info. Last enqueued NCCL work: 460631, "
-     "last completed NCCL work: 460630.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used",
+     "last completed NCCL work: 460630.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used"),
      {"kind": "dump_signal", "rank": 2, "from_rank": 6, "last_enqueued": 460631, "last_completed": 460630,
       "detail": "from_rank"}),
-    ("[E418 01:32:50.907313453 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG GUID 0(default_pg) Rank 1] Received a dump signal due "
+    (("[E418 01:32:50.907313453 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG GUID 0(default_pg) Rank 1] Received a dump signal due "
      "to a collective timeout from this local rank and we will try our best to dump the debug info. Last enqueued NCCL work: "
-     "233659, last completed NCCL work: 233659.This is most likely",
+     "233659, last completed NCCL work: 233659.This is most likely"),
      {"kind": "dump_signal", "rank": 1, "from_rank": None, "detail": "this_local_rank", "last_completed": 233659}),
-    ("[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 3] Received a global timeout from another rank and will start to dump the "
-     "debug info.",
+    (("[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 3] Received a global timeout from another rank and will start to dump the "
+     "debug info."),
      {"kind": "dump_observed", "rank": 3}),
-    ("[E901 05:20:03.110823792 ProcessGroupNCCL.cpp:1685] [PG ID 0 PG GUID 0(default_pg) Rank 5] Observed flight recorder "
-     "dump signal from another rank via TCPStore.",
+    (("[E901 05:20:03.110823792 ProcessGroupNCCL.cpp:1685] [PG ID 0 PG GUID 0(default_pg) Rank 5] Observed flight recorder "
+     "dump signal from another rank via TCPStore."),
      {"kind": "dump_observed", "rank": 5}),
-    ("[E1010 10:00:00.1 ProcessGroupNCCL.cpp:1700] [PG ID 0 PG GUID 0(default_pg) Rank 4] Broadcasting flight-recorder "
-     "dump signal to other processes via TCPStore.",
+    (("[E1010 10:00:00.1 ProcessGroupNCCL.cpp:1700] [PG ID 0 PG GUID 0(default_pg) Rank 4] Broadcasting flight-recorder "
+     "dump signal to other processes via TCPStore."),
      {"kind": "dump_signal", "rank": 4, "detail": "broadcast"}),
     ("[E602 11:17:52.399441451 ProcessGroupNCCL.cpp:2103] [PG ID 1 PG GUID 1 Rank 0] First PG on this rank to signal dumping.",
      {"kind": "dump_signal", "rank": 0, "detail": "first_pg"}),
-    ("[E804 23:05:54.818690144 ProcessGroupNCCL.cpp:1628] [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL preparing "
-     "to dump debug info. Include stack trace: 1, only active collectives: 0",
+    (("[E804 23:05:54.818690144 ProcessGroupNCCL.cpp:1628] [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL preparing "
+     "to dump debug info. Include stack trace: 1, only active collectives: 0"),
      {"kind": "other", "detail": "dump_prepare"}),
-    ("[E1010 10:00:00.1 ProcessGroupNCCL.cpp:1300] [PG ID 0 PG GUID 0(default_pg) Rank 4] ProcessGroupNCCL dumping nccl "
-     "trace to /tmp/nccl_trace_rank_4",
+    (("[E1010 10:00:00.1 ProcessGroupNCCL.cpp:1300] [PG ID 0 PG GUID 0(default_pg) Rank 4] ProcessGroupNCCL dumping nccl "
+     "trace to /tmp/nccl_trace_rank_4"),
      {"kind": "dump_file", "detail": "/tmp/nccl_trace_rank_4"}),
     ("[I1010 10:00:00.1 NCCLUtils.cpp:400] Finished writing NCCLPG debug info to /tmp/nccl_trace_rank_4",
      {"kind": "dump_file", "severity": "I", "detail": "/tmp/nccl_trace_rank_4"}),
     # P11 heartbeat
-    ("[rank7]:[E626 05:14:36.393067540 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 7] ProcessGroupNCCL's "
+    (("[rank7]:[E626 05:14:36.393067540 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 7] ProcessGroupNCCL's "
      "watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically "
-     "indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog",
+     "indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog"),
      {"kind": "heartbeat_stuck", "rank": 7, "ran_for_ms": 480000}),
-    ("[E ProcessGroupNCCL.cpp:1100] [PG 0 Rank 2] Heartbeat monitor timed out! Process will be terminated after dumping "
-     "debug info. workMetaList_.size()=1",
+    (("[E ProcessGroupNCCL.cpp:1100] [PG 0 Rank 2] Heartbeat monitor timed out! Process will be terminated after dumping "
+     "debug info. workMetaList_.size()=1"),
      {"kind": "heartbeat_stuck", "rank": 2, "detail": "heartbeat_timeout"}),
     # created ncclComm_ (maps the PG to NCCL's `comm 0x…` of its Init lines)
-    ("I0527 15:16:57.738664 58629 ProcessGroupNCCL.cpp:2183] [PG 0 (default_pg) Rank 5] ProcessGroupNCCL created "
-     "ncclComm_ 0x555b8d27b370 on CUDA device: ",
+    (("I0527 15:16:57.738664 58629 ProcessGroupNCCL.cpp:2183] [PG 0 (default_pg) Rank 5] ProcessGroupNCCL created "
+     "ncclComm_ 0x555b8d27b370 on CUDA device: "),
      {"kind": "created_comm", "severity": "I", "rank": 5, "pg_id": "0", "comm_ptr": "0x555b8d27b370"}),
-    ("[I1218 20:17:21.100000000 ProcessGroupNCCL.cpp:2350] [PG ID 2 PG GUID 5(tp_group) Rank 1] ProcessGroupNCCL created "
-     "ncclComm_ 0x55D1C1A0B2C0 on CUDA device: 1",
+    (("[I1218 20:17:21.100000000 ProcessGroupNCCL.cpp:2350] [PG ID 2 PG GUID 5(tp_group) Rank 1] ProcessGroupNCCL created "
+     "ncclComm_ 0x55D1C1A0B2C0 on CUDA device: 1"),
      {"kind": "created_comm", "pg_id": "2", "pg_name": "5", "pg_desc": "tp_group", "rank": 1, "comm_ptr": "0x55d1c1a0b2c0"}),
     # P19–P23 exceptions
-    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, invalid "
-     "usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.6",
+    (("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, invalid "
+     "usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.6"),
      {"kind": "backend_error", "nccl_version": "2.18.6", "detail": "invalid usage (run with NCCL_DEBUG=WARN for details)"}),
     ("RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8",
      {"kind": "backend_error", "nccl_version": "2.7.8", "detail": "unhandled system error"}),
@@ -120,12 +120,12 @@ CASES: list[tuple[str, dict[str, object]]] = [
      {"kind": "backend_error", "nccl_version": None, "detail": "unhandled cuda error"}),
     ("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
      {"kind": "backend_error", "detail": "ncclRemoteError"}),
-    ("RuntimeError: NCCL communicator was aborted on rank 3.  Original reason for failure was: [Rank 3] Watchdog caught "
+    (("RuntimeError: NCCL communicator was aborted on rank 3.  Original reason for failure was: [Rank 3] Watchdog caught "
      "collective operation timeout: WorkNCCL(SeqNum=55, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1806234 milliseconds "
-     "before timing out.",
+     "before timing out."),
      {"kind": "backend_error", "detail": "comm_aborted", "rank": 3, "seq": 55, "op_type": "BROADCAST"}),
-    ("RuntimeError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key "
-     "'0', but store->get('0') got error: Socket Timeout",
+    (("RuntimeError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key "
+     "'0', but store->get('0') got error: Socket Timeout"),
      {"kind": "backend_error", "detail": "unique_id_store", "rank": 3}),
     ("Last error:", {"kind": "last_error", "detail": None}),
     ("Last error: NET/IB : Got completion from peer 10.0.0.2<39138> with error 12, opcode 0, len 0, vendor err 129",
@@ -135,8 +135,8 @@ CASES: list[tuple[str, dict[str, object]]] = [
     ("[E1010 10:00:00.1 ProcessGroupNCCL.cpp:1700] Rank 3", {"kind": "desync", "rank": 3, "detail": "report"}),
     ("\t - [3] Timeout at collective: ALLREDUCE, #8", {"kind": "desync", "rank": 3, "op_type": "ALLREDUCE", "seq": 8,
                                                        "detail": "timeout_at"}),
-    ("\t - To our best knowledge, ranks [1, 5] are the lagging ranks that caused this timeout. They never joined any "
-     "collectives", {"kind": "desync", "detail": "never_joined 1, 5"}),
+    (("\t - To our best knowledge, ranks [1, 5] are the lagging ranks that caused this timeout. They never joined any "
+     "collectives"), {"kind": "desync", "detail": "never_joined 1, 5"}),
     ("\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
      {"kind": "desync", "detail": "report"}),
     ("\t   - [2] joined but didn't finish collective #8 (count from 1)",
@@ -148,29 +148,29 @@ CASES: list[tuple[str, dict[str, object]]] = [
     ("\t     [2] started ALLREDUCE", {"kind": "desync", "detail": "started 2", "op_type": "ALLREDUCE"}),
     ("\t     [0, 1, 3] finished ALLREDUCE", {"kind": "desync", "detail": "finished 0, 1, 3"}),
     # P2, P3, P9, P12 taking the process down
-    ("[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
-     "kernels, subsequent GPU operations might run on corrupted/incomplete data.", {"kind": "taking_down"}),
-    ("[rank3]:[E626 16:48:25.440271515 ProcessGroupNCCL.cpp:698] [Rank 3] To avoid data inconsistency, we are taking the "
-     "entire process down.", {"kind": "taking_down", "rank": 3}),
-    ("[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] "
+    (("[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+     "kernels, subsequent GPU operations might run on corrupted/incomplete data."), {"kind": "taking_down"}),
+    (("[rank3]:[E626 16:48:25.440271515 ProcessGroupNCCL.cpp:698] [Rank 3] To avoid data inconsistency, we are taking the "
+     "entire process down."), {"kind": "taking_down", "rank": 3}),
+    (("[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] "
      "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=158046, OpType=GATHER, NumelIn=2867200, NumelOut=0, "
-     "Timeout(ms)=600000) ran for 600027 milliseconds before timing out.",
+     "Timeout(ms)=600000) ran for 600027 milliseconds before timing out."),
      {"kind": "terminate", "pg_id": "1", "rank": 1, "seq": 158046, "detail": "watchdog_exception"}),
-    ("[F1218 20:37:21.100000000 ProcessGroupNCCL.cpp:1224] [PG ID 0 PG GUID 0(default_pg) Rank 1] Terminating the process "
-     "after attempting to dump debug info, due to collective timeout or exception.",
+    (("[F1218 20:37:21.100000000 ProcessGroupNCCL.cpp:1224] [PG ID 0 PG GUID 0(default_pg) Rank 1] Terminating the process "
+     "after attempting to dump debug info, due to collective timeout or exception."),
      {"kind": "terminate", "severity": "F", "detail": "collective timeout or exception"}),
     ("terminate called after throwing an instance of 'c10::DistBackendError'",
      {"kind": "terminate", "detail": "'c10::DistBackendError'"}),
-    ("  what():  [PG 0 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective "
+    (("  what():  [PG 0 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective "
      "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 "
-     "milliseconds before timing out.",
+     "milliseconds before timing out."),
      {"kind": "terminate", "seq": 4, "rank": 1}),
     # P26 options (TORCH_CPP_LOG_LEVEL=INFO)
-    ("[I1218 20:17:20.1 ProcessGroupNCCL.cpp:900] [PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL initialization "
+    (("[I1218 20:17:20.1 ProcessGroupNCCL.cpp:900] [PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL initialization "
      "options: size: 8, global rank: 1, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, "
-     "PG Name: 0", {"kind": "init_options", "rank": 1, "timeout_ms": 600000, "pg_name": "0"}),
-    ("[I1218 20:17:20.1 ProcessGroupNCCL.cpp:910] [PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL environments: "
-     "NCCL version: 2.21.5, TORCH_NCCL_ASYNC_ERROR_HANDLING: 3, TORCH_NCCL_DUMP_ON_TIMEOUT: 1",
+     "PG Name: 0"), {"kind": "init_options", "rank": 1, "timeout_ms": 600000, "pg_name": "0"}),
+    (("[I1218 20:17:20.1 ProcessGroupNCCL.cpp:910] [PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL environments: "
+     "NCCL version: 2.21.5, TORCH_NCCL_ASYNC_ERROR_HANDLING: 3, TORCH_NCCL_DUMP_ON_TIMEOUT: 1"),
      {"kind": "init_options", "nccl_version": "2.21.5"}),
     # P8 stack of the failed collective
     ("[rank3]:[E710 18:00:32.427312432 ProcessGroupNCCL.cpp:801] Stack trace of the failed collective: ",

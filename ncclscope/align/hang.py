@@ -1,0 +1,244 @@
+"""Align stage, hangs: per (process group or communicator, rank) progress facts from every source.
+
+PyTorch lines and Flight Recorder dumps give, per rank of a group, the sequence number that timed
+out and the last enqueued / completed work (PROGRESS); NCCL COLL lines give the last opCount per
+rank of a communicator (COLL_PROGRESS). Everything here is vectorised Polars; the verdict itself is
+drawn in `ncclscope.align.hang_verdict`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ncclscope import schema as S
+from ncclscope.frames import LogFrames
+
+PROGRESS: S.Schema = {
+    "source": pl.Utf8,  # torch | flight
+    "group": pl.Utf8,  # process-group key shared by every rank of the group ("?" when not printed)
+    "rank": pl.Int64,  # global rank when known ([rankN]: wrapper, dump file name), else as printed
+    "timed_out_seq": pl.Int64,  # first SeqNum the watchdog reported on this rank
+    "op": pl.Utf8,  # op at timed_out_seq (WorkNCCL OpType / FR profiling name)
+    "numel_in": pl.Int64,
+    "numel_out": pl.Int64,
+    "dtype": pl.Utf8,
+    "enqueued": pl.Int64,  # last enqueued work (PG status, dump signal, FR pg_status)
+    "completed": pl.Int64,
+    "detector": pl.Boolean,  # this rank raised the dump signal (first to detect the timeout)
+    "named_detector": pl.Int64,  # a rank this rank's lines name as the detector (`from rank N`)
+    "heartbeat": pl.Boolean,  # the watchdog itself got stuck (a CUDA/NCCL API call hangs)
+    "path": pl.Utf8,
+    "line": pl.Int64,
+    "text": pl.Utf8,
+}
+
+COLL_PROGRESS: S.Schema = {
+    "comm": pl.Utf8,  # commId, else `nranks=N` when no Init line maps the pointer
+    "rank": pl.Int64,
+    "nranks": pl.Int64,
+    "last_op_count": pl.Int64,
+    "last_op": pl.Utf8,
+    "last_count": pl.Int64,
+    "last_datatype": pl.Int64,
+    "n_coll": pl.Int64,
+    "path": pl.Utf8,
+    "line": pl.Int64,
+    "text": pl.Utf8,
+}
+
+# How much a row tells about progress, to pick each rank's evidence line (lower is better).
+_EVIDENCE_RANK = {"pg_status": 0, "dump_signal": 1, "watchdog_timeout": 2, "heartbeat_stuck": 3, "dump_observed": 4}
+_PROGRESS_KINDS = list(_EVIDENCE_RANK)
+
+
+def _join_wrapped(torch: pl.DataFrame) -> pl.DataFrame:
+    """Fold hard-wrapped continuation lines (`wrapped_tail`) into the line before them."""
+    tails = torch.filter(pl.col("detail") == "wrapped_tail")
+    if tails.is_empty():
+        return torch
+    fields = ["seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_for_ms", "last_enqueued",
+              "last_completed", "last_started"]
+    t = tails.select("path", (pl.col("line") - 1).alias("line"), "kind", *[pl.col(f).alias(f"_t_{f}") for f in fields])
+    heads = torch.filter(pl.col("detail") != "wrapped_tail").join(t, on=["path", "line", "kind"], how="left")
+    return heads.with_columns([pl.coalesce(f, f"_t_{f}").alias(f) for f in fields]).drop([f"_t_{f}" for f in fields])
+
+
+def torch_rows(logs: LogFrames) -> pl.DataFrame:
+    """TORCH rows with wrapped lines joined and `grank` (global rank when the wrapper printed one)."""
+    t = _join_wrapped(logs.torch)
+    return t.with_columns(pl.coalesce("rank_hint", "rank").alias("grank"))
+
+
+def _pg_of_seq(t: pl.DataFrame) -> pl.DataFrame:
+    # WorkNCCL lines do not name their process group; the PG status line for the same rank and
+    # SeqNum does, so the watchdog line inherits it.
+    named = (t.filter(pl.col("pg_id").is_not_null() & pl.col("seq").is_not_null())
+             .group_by("grank", "seq").agg(pl.col("pg_id").first().alias("_pg")))
+    t = t.join(named, on=["grank", "seq"], how="left")
+    t = t.with_columns(pl.coalesce("pg_id", "_pg").alias("group")).drop("_pg")
+    # Other ranks' WorkNCCL lines: the group some rank named for that SeqNum, else the only group named.
+    by_seq = t.filter(pl.col("group").is_not_null() & pl.col("seq").is_not_null()).group_by("seq").agg(
+        pl.col("group").unique().alias("_gs"))
+    by_seq = by_seq.filter(pl.col("_gs").list.len() == 1).select("seq", pl.col("_gs").list.first().alias("_g"))
+    t = t.join(by_seq, on="seq", how="left").with_columns(pl.coalesce("group", "_g").alias("group")).drop("_g")
+    groups = t["group"].drop_nulls().unique()
+    only = groups[0] if groups.len() == 1 else "?"
+    return t.with_columns(pl.col("group").fill_null(only))
+
+
+def torch_progress(logs: LogFrames) -> pl.DataFrame:
+    """One PROGRESS row per (process group, rank) that printed any watchdog / status / dump line."""
+    t = torch_rows(logs).filter(pl.col("kind").is_in(_PROGRESS_KINDS) & pl.col("grank").is_not_null())
+    if t.is_empty():
+        return S.empty(PROGRESS)
+    t = _pg_of_seq(t).with_columns(pl.col("kind").replace_strict(_EVIDENCE_RANK, default=9).alias("_prio"))
+    timeout = pl.col("kind").is_in(["watchdog_timeout", "pg_status"])
+    first_t = pl.col("seq").filter(timeout).min()
+    at_t = (pl.col("seq") == first_t) & pl.col("op_type").is_not_null()
+    detects = (pl.col("kind") == "dump_signal") & pl.col("detail").is_in(["this_local_rank", "broadcast", "first_pg"])
+    out = t.sort("_prio", "line").group_by("group", "grank").agg(
+        first_t.alias("timed_out_seq"),
+        pl.col("op_type").filter(at_t).first().alias("op"),
+        pl.col("numel_in").filter(at_t).first().alias("numel_in"),
+        pl.col("numel_out").filter(at_t).first().alias("numel_out"),
+        pl.col("last_enqueued").max().alias("enqueued"),
+        pl.col("last_completed").max().alias("completed"),
+        detects.any().alias("detector"),
+        pl.col("from_rank").drop_nulls().first().alias("named_detector"),
+        (pl.col("kind") == "heartbeat_stuck").any().alias("heartbeat"),
+        pl.col("path").first(), pl.col("line").first(), pl.col("text").first(),
+    )
+    out = out.with_columns(pl.lit("torch").alias("source"), pl.col("grank").alias("rank"))
+    return S.conform(out, PROGRESS)
+
+
+def flight_progress(flight: object) -> pl.DataFrame:
+    """PROGRESS rows from Flight Recorder dumps: pg_status numbers plus the entry at the stuck seq."""
+    if flight is None or getattr(flight, "entries", None) is None:
+        return S.empty(PROGRESS)
+    e: pl.DataFrame = flight.entries.filter(~pl.col("is_p2p"))  # type: ignore[attr-defined]
+    st: pl.DataFrame = flight.status  # type: ignore[attr-defined]
+    names = e.group_by("rank", "pg_id").agg(pl.col("pg_name").first(), pl.col("path").first())
+    per = e.group_by("rank", "pg_name").agg(
+        pl.col("collective_seq_id").max().alias("_max_seq"),
+        pl.col("collective_seq_id").filter(pl.col("state") == "completed").max().alias("_max_done"),
+        pl.col("path").first(),
+    )
+    if not st.is_empty():
+        per = per.join(st.join(names.drop("path"), on=["rank", "pg_id"], how="inner")
+                       .select("rank", "pg_name", "last_enqueued", "last_completed"), on=["rank", "pg_name"], how="left")
+    else:
+        per = per.with_columns(pl.lit(None, pl.Int64).alias("last_enqueued"), pl.lit(None, pl.Int64).alias("last_completed"))
+    per = per.with_columns(pl.coalesce("last_enqueued", "_max_seq").alias("enqueued"),
+                           pl.coalesce("last_completed", "_max_done").alias("completed"))
+    return S.conform(per.with_columns(pl.lit("flight").alias("source"), pl.col("pg_name").alias("group"),
+                                      pl.lit(0, pl.Int64).alias("line"), pl.lit(False).alias("detector"),
+                                      pl.lit(False).alias("heartbeat")), PROGRESS)
+
+
+def flight_ops(flight: object) -> pl.DataFrame:
+    """Per (group, rank, collective_seq_id): op, sizes and dtypes, for the desync check."""
+    if flight is None or getattr(flight, "entries", None) is None:
+        return pl.DataFrame(schema={"group": pl.Utf8, "rank": pl.Int64, "seq": pl.Int64, "op": pl.Utf8,
+                                    "numel_in": pl.Int64, "numel_out": pl.Int64, "dtype": pl.Utf8, "state": pl.Utf8})
+    e: pl.DataFrame = flight.entries  # type: ignore[attr-defined]
+    return e.filter(~pl.col("is_p2p") & (pl.col("op") != "coalesced")).select(
+        pl.col("pg_name").alias("group"), "rank", pl.col("collective_seq_id").alias("seq"), "op",
+        pl.col("input_numel").alias("numel_in"), pl.col("output_numel").alias("numel_out"),
+        pl.col("input_dtypes").alias("dtype"), "state")
+
+
+def comm_of_coll(logs: LogFrames) -> pl.DataFrame:
+    """COLL rows with their communicator (commId via the Init line of the same process) and rank."""
+    c = logs.collectives
+    ini = (logs.inits.filter(pl.col("comm_ptr").is_not_null() & pl.col("rank").is_not_null())
+           .group_by("host", "pid", "comm_ptr")
+           .agg(pl.col("comm_id").drop_nulls().first(), pl.col("rank").first().alias("_crank"),
+                pl.col("nranks").drop_nulls().first().alias("_cn")))
+    c = c.join(ini, on=["host", "pid", "comm_ptr"], how="left")
+    return c.with_columns(
+        pl.coalesce("comm_id", pl.format("nranks={}", pl.coalesce("nranks", "_cn"))).alias("comm"),
+        pl.coalesce("_crank", "rank_hint").alias("crank"),
+        pl.coalesce("_cn", "nranks").alias("cnranks"),
+    )
+
+
+def coll_progress(logs: LogFrames) -> pl.DataFrame:
+    """Per (communicator, rank): last opCount seen in COLL lines and the op it launched."""
+    c = comm_of_coll(logs).filter(pl.col("crank").is_not_null() & pl.col("op_count").is_not_null())
+    if c.is_empty():
+        return S.empty(COLL_PROGRESS)
+    last = pl.col("op_count").arg_max()
+    out = c.group_by("comm", "crank").agg(
+        pl.col("cnranks").max().alias("nranks"), pl.col("op_count").max().alias("last_op_count"),
+        pl.col("op").get(last).alias("last_op"), pl.col("count").get(last).alias("last_count"),
+        pl.col("datatype").get(last).alias("last_datatype"), pl.len().alias("n_coll"),
+        pl.col("path").get(last), pl.col("line").get(last), pl.col("text").get(last),
+    )
+    return S.conform(out.rename({"crank": "rank"}), COLL_PROGRESS)
+
+
+def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
+    """(comm, op_count) where ranks launched different collectives (op, count or datatype differ)."""
+    c = comm_of_coll(logs).filter(pl.col("crank").is_not_null() & ~pl.col("op").is_in(["Send", "Recv"]))
+    if c.is_empty():
+        return pl.DataFrame(schema={"comm": pl.Utf8, "op_count": pl.Int64, "ranks": pl.List(pl.Int64),
+                                    "sigs": pl.List(pl.Utf8)})
+    sig = pl.format("{} count {} datatype {}", "op", "count", "datatype").alias("sig")
+    g = (c.with_columns(sig).group_by("comm", "op_count")
+         .agg(pl.col("sig").n_unique().alias("_n"), pl.col("crank").alias("ranks"), pl.col("sig").alias("sigs"),
+              pl.col("path").first(), pl.col("line").first(), pl.col("text").first()))
+    return g.filter(pl.col("_n") > 1).sort("comm", "op_count").drop("_n")
+
+
+_CRASH = (r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
+          r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable")
+
+
+_ENDS: S.Schema = {"path": pl.Utf8, "rank": pl.Int64, "last_line": pl.Int64, "last_ts_us": pl.Float64,
+                   "last_text": pl.Utf8, "crashed": pl.Boolean, "mid_line": pl.Boolean, "crash_line": pl.Int64,
+                   "crash_text": pl.Utf8}
+
+
+def rank_ends(logs: LogFrames) -> pl.DataFrame:
+    """Per (file, rank): last line, whether the rank's lines end with a crash, whether the file ends mid-line."""
+    st = logs.streams
+    if st.is_empty():
+        return S.empty(_ENDS)
+    ranks = logs.inits.filter(pl.col("rank").is_not_null()).group_by("host", "pid").agg(pl.col("rank").min().alias("_r"))
+    st = st.join(ranks, on=["host", "pid"], how="left").with_columns(pl.coalesce("rank_hint", "_r").alias("rank"))
+    per = st.filter(pl.col("rank").is_not_null()).group_by("path", "rank").agg(
+        pl.col("last_line").max(), pl.col("last_ts_us").max(), pl.col("last_text").sort_by("last_line").last())
+    per = per.join(_crash_lines(logs, per), on=["path", "rank"], how="left")
+    mids = {p: _ends_mid_line(p) for p in per["path"].unique().to_list()}
+    per = per.with_columns(pl.col("crash_line").is_not_null().alias("crashed"),
+                           pl.col("path").replace_strict(mids, default=False, return_dtype=pl.Boolean).alias("mid_line"))
+    return S.conform(per, _ENDS)
+
+
+def _crash_lines(logs: LogFrames, per: pl.DataFrame) -> pl.DataFrame:
+    """The last crash-like line of each (file, rank). Lines without a rank belong to the file's
+    only rank (one file per rank); in a file holding several ranks they are left unassigned."""
+    cols = ["path", "line", "rank_hint", "text"]
+    pool = pl.concat([logs.unknown.select(cols), logs.warnings.select(cols)], how="vertical_relaxed")
+    hits = pool.filter(pl.col("text").str.contains(_CRASH))
+    solo = per.group_by("path").agg(pl.col("rank").unique()).filter(pl.col("rank").list.len() == 1)
+    solo = solo.select("path", pl.col("rank").list.first().alias("_solo"))
+    hits = hits.join(solo, on="path", how="left").with_columns(pl.coalesce("rank_hint", "_solo").alias("rank"))
+    return (hits.filter(pl.col("rank").is_not_null()).group_by("path", "rank")
+            .agg(pl.col("line").max().alias("crash_line"), pl.col("text").sort_by("line").last().alias("crash_text")))
+
+
+def _ends_mid_line(path: str) -> bool:
+    """True when the file's last byte is not a newline: the writer was killed mid-line."""
+    try:
+        p = Path(path)
+        if not p.is_file() or p.suffix == ".gz" or p.stat().st_size == 0:
+            return False
+        with p.open("rb") as fh:
+            fh.seek(-1, 2)
+            return fh.read(1) not in (b"\n", b"\r")
+    except OSError:
+        return False

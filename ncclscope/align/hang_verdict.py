@@ -1,0 +1,160 @@
+"""Align stage, hang verdict: every stuck collective the evidence shows, with class and culprits.
+
+Sources, most specific first: the desync report, Flight Recorder dumps, PyTorch watchdog/status
+lines, the NCCL RAS report, NCCL COLL opCounts. `analyze_hang` is pure: frames in, report out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import polars as pl
+
+from ncclscope.align import hang as H
+from ncclscope.align.hang_classify import Ctx, HangVerdict, classify_group, ev
+from ncclscope.align.hang_sources import coll_verdicts, desync_verdicts, ras_verdicts
+from ncclscope.frames import LogFrames
+from ncclscope.records import Evidence
+
+NET_FAMILIES = ["socket", "ib_completion", "ib_async", "proxy", "bootstrap", "net", "connection"]
+_WAITED = ["watchdog_timeout", "pg_status", "taking_down", "dump_signal", "dump_observed", "terminate"]
+
+
+@dataclass(frozen=True)
+class HangReport:
+    """Verdicts plus the per-rank tables they were drawn from (for notebooks and JSON readers)."""
+
+    verdicts: tuple[HangVerdict, ...] = ()
+    progress: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.PROGRESS))
+    coll: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.COLL_PROGRESS))
+    timeouts: pl.DataFrame | None = None  # watchdog_timeout rows, wrapped lines joined
+    ends: pl.DataFrame | None = None  # per log stream: rank, last line, crashed, ends mid-line
+    exited: tuple[tuple[int, Evidence], ...] = ()  # ranks whose log ends with a crash (not a consequence)
+
+    @property
+    def mismatches(self) -> tuple[HangVerdict, ...]:
+        return tuple(v for v in self.verdicts if v.klass == "c")
+
+
+def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
+    torch = H.torch_rows(logs)
+    progress = pl.concat([H.torch_progress(logs), H.flight_progress(flight)], how="vertical_relaxed")
+    ends = H.rank_ends(logs)
+    ctx = _context(logs, torch, progress, ends, flight)
+    verdicts: list[HangVerdict] = desync_verdicts(torch)
+    for (key, src), rows in progress.group_by("group", "source", maintain_order=True):
+        verdicts.append(classify_group(str(key), str(src), rows, ctx))
+    verdicts.extend(ras_verdicts(torch))
+    hang_seen = bool(verdicts) or bool(ctx.died) or _timeout_anywhere(torch)
+    coll = H.coll_progress(logs)
+    comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
+    verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
+    return HangReport(verdicts=tuple(_dedupe(verdicts)), progress=progress, coll=coll, ends=ends,
+                      timeouts=torch.filter(pl.col("kind") == "watchdog_timeout"), exited=tuple(sorted(ctx.died.items())))
+
+
+def _timeout_anywhere(torch: pl.DataFrame) -> bool:
+    return bool(torch.filter(pl.col("kind").is_in(_WAITED)).height)
+
+
+def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends: pl.DataFrame,
+             flight: object) -> Ctx:
+    w = logs.warnings.filter(pl.col("family").is_in(NET_FAMILIES) & ~pl.col("benign").fill_null(False))
+    remote = torch.filter((pl.col("kind") == "backend_error")
+                          & pl.col("detail").str.contains("(?i)remote process exited|ncclRemoteError"))
+    waited = set(torch.filter(pl.col("kind").is_in(_WAITED))["grank"].drop_nulls().to_list())
+    died = {int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
+            for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
+            if r["rank"] not in waited}  # a crash after the rank's own watchdog timeout is a consequence
+    mid = {int(r["rank"]): ev(r["path"], r["last_line"], r["last_text"])
+           for r in ends.filter(pl.col("mid_line") & pl.col("rank").is_not_null()).iter_rows(named=True)}
+    detectors = set(progress.filter(pl.col("detector"))["rank"].drop_nulls().to_list())
+    detectors |= set(progress["named_detector"].drop_nulls().to_list())
+    has_flight = flight is not None and not getattr(flight, "entries", pl.DataFrame()).is_empty()
+    return Ctx(net_warnings=[ev(r["path"], r["line"], r["text"]) for r in w.head(6).iter_rows(named=True)],
+               died=died, remote_exit=[ev(r["path"], r["line"], r["text"]) for r in remote.head(3).iter_rows(named=True)],
+               detectors=detectors, sizes=_group_sizes(logs, torch, flight), labels={**_flight_labels(flight), **_labels(logs, torch)},
+               mid_line=mid, flight_ops=H.flight_ops(flight), have_flight=has_flight)
+
+
+def pg_comms(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
+    """(pg_id, comm_id, nranks): `ProcessGroupNCCL created ncclComm_ 0x…` joined with the NCCL Init line
+    printing the same pointer in the same file (torch lines carry no host:pid prefix)."""
+    created = torch.filter((pl.col("kind") == "created_comm") & pl.col("pg_id").is_not_null())
+    ini = (logs.inits.filter(pl.col("comm_ptr").is_not_null())
+           .group_by("path", "comm_ptr").agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max()))
+    return (created.select("path", "comm_ptr", "pg_id").join(ini, on=["path", "comm_ptr"], how="inner")
+            .group_by("pg_id").agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max()))
+
+
+def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: object) -> dict[str, int]:
+    """Group size when something printed it: FR pg_config, or nranks of the NCCL communicator a PG
+    created; the default PG (0) falls back to the largest nranks any Init line printed."""
+    sizes: dict[str, int] = {}
+    groups = getattr(flight, "groups", None)
+    if groups is not None and not groups.is_empty():
+        for r in groups.group_by("pg_name").agg(pl.col("size").max()).iter_rows(named=True):
+            if r["size"]:
+                sizes[str(r["pg_name"])] = int(r["size"])
+        names = getattr(flight, "entries", pl.DataFrame(schema={"pg_name": pl.Utf8}))["pg_name"].unique().to_list()
+        if "" in sizes and len(names) == 1:  # unnamed pg_config entry (gloo): the only group in the entries
+            sizes.setdefault(str(names[0]), sizes[""])
+    for pg, _cid, n in pg_comms(logs, torch).iter_rows():
+        if n:
+            sizes.setdefault(str(pg), int(n))
+    world = logs.inits["nranks"].max()
+    if isinstance(world, int) and "0" not in sizes:
+        sizes["0"] = world
+    return sizes
+
+
+def _labels(logs: LogFrames, torch: pl.DataFrame) -> dict[str, str]:
+    """`PG 0 (default_pg), commId 0x…` for each process-group key."""
+    named = torch.filter(pl.col("pg_id").is_not_null()).group_by("pg_id").agg(
+        pl.col("pg_desc").drop_nulls().first(), pl.col("pg_name").drop_nulls().first())
+    cid = {pg: c for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
+    out = {"_logs": "1" if logs.streams.height or logs.torch.height else ""}
+    for pg, desc, _name in named.iter_rows():
+        out[str(pg)] = f"PG {pg}" + (f" ({desc})" if desc else "") + (f", commId {cid[pg]}" if pg in cid else "")
+    out["?"] = "an unnamed process group (WorkNCCL lines only)"
+    return out
+
+
+def _flight_labels(flight: object) -> dict[str, str]:
+    e = getattr(flight, "entries", None)
+    if e is None or e.is_empty():
+        return {}
+    g = e.group_by("pg_name").agg(pl.col("pg_desc").drop_nulls().first())
+    return {str(n): f"PG {n}" + (f" ({d})" if d and d != "undefined" else "") for n, d in g.iter_rows()}
+
+
+def _merge_nccl(vs: list[HangVerdict], nccl: list[HangVerdict], comm_pg: dict[str, str]) -> list[HangVerdict]:
+    """Fold a COLL-line verdict into the PyTorch verdict of the process group that created its
+    communicator: its evidence always, its class and culprits when the torch lines could not tell."""
+    out = list(vs)
+    for n in nccl:
+        i = next((i for i, v in enumerate(out) if v.source in ("torch", "flight") and v.key == comm_pg.get(n.key)), None)
+        if i is None:
+            out.append(n)
+            continue
+        v = out[i]
+        v = replace(v, evidence=v.evidence + n.evidence[:4])
+        if v.klass in ("undetermined", "b") and n.klass in ("a", "c") and n.culprits:
+            v = replace(v, klass=n.klass, culprits=n.culprits, confidence="medium", reason=f"NCCL COLL lines: {n.reason}")
+        out[i] = v
+    return out
+
+
+def _dedupe(vs: list[HangVerdict]) -> list[HangVerdict]:
+    # The desync report is the authority for its group; Flight Recorder beats log lines for the same
+    # group and sequence; COLL-line verdicts stand on their own (they key by commId).
+    order = {"desync": 0, "flight": 1, "torch": 2, "ras": 3, "nccl": 4}
+    seen: set[tuple[str, int | None]] = set()
+    out = []
+    for v in sorted(vs, key=lambda v: order.get(v.source, 9)):
+        k = (v.key, v.seq)
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(v)
+    return out

@@ -1,0 +1,138 @@
+"""Findings stage, hang rules: the stuck collective and the ranks holding it up (issue 3).
+
+All four rules read one `HangReport` (ncclscope.align.hang_verdict), computed once per analysis
+and kept in `ctx.options`; the heuristics live there and in ncclscope.align.hang_classify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+from ncclscope.align.hang_classify import HangVerdict, ev, fmt_ranks
+from ncclscope.align.hang_verdict import HangReport, analyze_hang
+from ncclscope.findings.registry import Context, rule
+from ncclscope.records import Finding
+
+_MEMO = "_hang_report"
+
+WHY = {
+    "a": "A collective completes only when every rank of the group calls it; these ranks never did, so the "
+         "others waited until the watchdog timeout.",
+    "b": "Every rank is inside the collective and none finished: data is not moving between them (network "
+         "errors, a hanging P2P/PCIe path, a NCCL or driver bug, a GPU stuck in a CUDA call).",
+    "c": "NCCL matches collectives by their order on each rank; ranks that called different collectives (or "
+         "different sizes/dtypes) at the same position wait for each other forever.",
+    "d": "A rank died, so the collective can never complete; the other ranks hang until the watchdog fires.",
+    "e": "Every NCCL operation the reporting ranks enqueued has completed: the job is stuck outside NCCL "
+         "(CPU work, I/O, a non-NCCL barrier or broadcast, a Python deadlock).",
+    "undetermined": "A collective timed out, but the evidence does not show which rank held it up.",
+}
+FIX = {
+    "a": "Look at what the culprit ranks did after their last line (data loading, checkpoint I/O on one rank, a "
+         "swallowed exception, a branch that skips the collective). Make every rank issue the same collectives "
+         "in the same order; for long one-rank I/O raise init_process_group(timeout=…).",
+    "b": "Check the NCCL WARN lines cited; run nccl-tests across the same hosts; isolate the transport with "
+         "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1 or NCCL_IB_DISABLE=1; look for Xid errors in dmesg.",
+    "c": "Find where the ranks' code diverges (rank-dependent branches, uneven last batch, collectives inside "
+         "conditional logging); TORCH_DISTRIBUTED_DEBUG=DETAIL checks collective shapes at run time.",
+    "d": "Read the dead rank's log around the cited line and fix that crash first (OOM: smaller batch or "
+         "activation checkpointing); the other ranks' timeouts are only its echo.",
+    "e": "Dump the stuck ranks' Python stacks (py-spy dump --pid …); look at data loading, checkpoint saving, "
+         "shared-memory broadcasts and anything that waits on another process.",
+    "undetermined": "Collect every rank's log and enable the Flight Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
+                    "TORCH_NCCL_DUMP_ON_TIMEOUT=1), then run ncclscope on the logs and the dumps together.",
+}
+
+
+def hang_report(ctx: Context) -> HangReport:
+    """The hang analysis of this context, computed on first use."""
+    rep = ctx.options.get(_MEMO)
+    if not isinstance(rep, HangReport):
+        rep = analyze_hang(ctx.logs, ctx.flight)
+        ctx.options[_MEMO] = rep
+    return rep
+
+
+def _finding(v: HangVerdict, rule_id: str, title: str) -> Finding:
+    why = WHY[v.klass] + (f" Missing evidence: {'; '.join(v.missing)}." if v.missing else "")
+    return Finding(id=rule_id, severity="error" if v.hang_evidence else "warning", title=title, why=why,
+                   fix=FIX[v.klass], ranks=v.culprits, evidence=v.evidence, metrics=v.metrics())
+
+
+@rule("collective-hang", "error", "A collective is stuck: which one, which class of hang, which ranks", "hang")
+def collective_hang(ctx: Context) -> Iterable[Finding]:
+    """One finding per stuck collective, from the most specific evidence available: the PyTorch
+    desync report, Flight Recorder dumps (per process group and collective_seq_id), watchdog and
+    PG-status lines (SeqNum, last enqueued/completed work), the NCCL RAS report, NCCL COLL opCounts.
+    Classes: (a) ranks whose last enqueued work < the stuck SeqNum (or lower opCount) never entered;
+    (b) all entered, none completed (with network WARNs or a stuck watchdog as support); (c) different
+    op/size at one SeqNum, or ranks timing out at different SeqNums; (d) a rank's log ends in a crash
+    while the others wait; (e) enqueued == completed on every reporting rank. The rank named by
+    `dump signal … from rank N` only detected the timeout and is never blamed. Confidence is high
+    only with every rank of the group in the evidence; the finding lists what evidence was missing.
+    An opCount disagreement with no timeout anywhere is reported as a warning."""
+    for v in hang_report(ctx).verdicts:
+        if v.klass == "c" and not v.hang_evidence:
+            continue  # a mismatch alone is collective-mismatch's business
+        yield _finding(v, "collective-hang", v.sentence)
+
+
+@rule("collective-mismatch", "error", "Ranks entered different collectives at the same sequence", "hang")
+def collective_mismatch(ctx: Context) -> Iterable[Finding]:
+    """Ranks of one group disagree at one sequence position: different OpType/NumelIn/NumelOut on
+    watchdog lines with the same SeqNum, different profiling name/sizes/dtypes in Flight Recorder
+    entries with the same (process group, collective_seq_id), different op/count/datatype in COLL
+    lines with the same (commId, opCount), or watchdog SeqNums that differ across ranks of a group.
+    The culprits are the ranks outside the majority (all of them when there is no majority)."""
+    for v in hang_report(ctx).mismatches:
+        title = f"Ranks entered different collectives at #{v.seq} on {v.group} (ranks {fmt_ranks(v.culprits)} differ)"
+        yield _finding(v, "collective-mismatch", title)
+
+
+@rule("rank-exited", "error", "A rank's log ends with a crash while the others wait", "hang")
+def rank_exited(ctx: Context) -> Iterable[Finding]:
+    """A rank whose log ends with a crash (segfault, OOM, CUDA error, killed) and that printed no
+    watchdog line of its own: it died first, and the other ranks' timeouts are its echo. A log that
+    ends mid-line (no final newline) is reported as a warning: the writer was killed mid-write."""
+    rep = hang_report(ctx)
+    for r, e in rep.exited:
+        yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: its log ends with a crash",
+                      why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e,), metrics={"rank": r})
+    ends = rep.ends if rep.ends is not None else pl.DataFrame()
+    if ends.height:
+        for row in ends.filter(pl.col("mid_line")).iter_rows(named=True):
+            who = f"rank {row['rank']}" if row["rank"] is not None else "a process"
+            yield Finding(id="rank-exited", severity="warning", title=f"The log of {who} ends mid-line",
+                          why="The last line has no newline: the process (or the job) was killed while writing.",
+                          fix="Check the scheduler's record of the job (OOM killer, time limit, node failure).",
+                          ranks=(row["rank"],) if row["rank"] is not None else (),
+                          evidence=(ev(row["path"], row["last_line"], row["last_text"]),),
+                          metrics={"rank": row["rank"], "path": row["path"]})
+
+
+@rule("watchdog-timeout", "error", "The PyTorch watchdog timed out a collective", "hang")
+def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
+    """Every `Watchdog caught collective operation timeout: WorkNCCL(SeqNum, OpType, NumelIn,
+    NumelOut, Timeout(ms))` line (also hard-wrapped ones and blocking-wait timeouts), grouped by
+    SeqNum and OpType: which ranks timed out, after how long, against which timeout."""
+    t = hang_report(ctx).timeouts
+    if t is None or t.is_empty():
+        return
+    g = t.group_by("seq", "op_type", maintain_order=True).agg(
+        pl.col("grank").drop_nulls().unique().sort().alias("ranks"), pl.col("timeout_ms").max(),
+        pl.col("ran_for_ms").max(), pl.col("path"), pl.col("line"), pl.col("text"))
+    for row in g.iter_rows(named=True):
+        ranks = tuple(int(r) for r in row["ranks"])
+        secs = f"{row['timeout_ms'] / 1000:.0f} s" if row["timeout_ms"] else "the timeout"
+        title = (f"Watchdog timeout: {row['op_type'] or 'a collective'} SeqNum {row['seq']} did not finish within "
+                 f"{secs} on {len(ranks) or '?'} rank(s)")
+        evid = tuple(ev(p, ln, tx) for p, ln, tx in list(zip(row["path"], row["line"], row["text"], strict=False))[:8])
+        yield Finding(id="watchdog-timeout", severity="error", title=title, ranks=ranks, evidence=evid,
+                      why="The ranks that time out are the ones waiting; the rank holding them up often prints "
+                          "no timeout at all (see collective-hang).",
+                      fix="Do not only raise the timeout: find the rank that never joined (collective-hang), "
+                          "then raise it only if that rank was legitimately busy (checkpointing, evaluation).",
+                      metrics={"seq": row["seq"], "op": row["op_type"], "timeout_ms": row["timeout_ms"],
+                               "ran_for_ms": row["ran_for_ms"], "ranks": list(ranks)})
