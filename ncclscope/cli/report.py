@@ -1,3 +1,86 @@
-"""CLI stage, `ncclscope report`: PLACEHOLDER until the Markdown/HTML/JSON reporters land."""
+"""CLI stage, `ncclscope report`: write a Markdown, HTML or JSON report for a bug ticket."""
 
 from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncclscope.cli import app
+from ncclscope.cli.console import progress_printer, stderr_console
+from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map
+from ncclscope.errors import EXIT_OK, InputError
+
+
+def _command_line(
+    paths: list[str], output: Path, trace: list[str], fmt: str | None, redact: bool, rank_map: str | None
+) -> str:
+    """The command as a user would type it (rebuilt from the options, whatever the entry point)."""
+    args = ["ncclscope", "report", *paths]
+    for t in trace:
+        args += ["--trace", t]
+    args += ["-o", str(output)]
+    if fmt:
+        args += ["--format", fmt]
+    if rank_map:
+        args += ["--rank-map", rank_map]
+    if redact:
+        args.append("--redact")
+    return shlex.join(args)
+
+
+@app.command()
+def report(
+    paths: Paths,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Report file: .md, .html or .json "
+            "(the suffix picks the format); '-' for stdout with --format.",
+        ),
+    ],
+    trace: TraceDir = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help="markdown, html or json (default: from the output suffix)."),
+    ] = None,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace host names, IP/MAC addresses, user names in "
+            "paths and pointers by consistent pseudonyms.",
+        ),
+    ] = False,
+    rank_map: RankMap = None,
+    quiet: Quiet = False,
+) -> None:
+    """Write a report for a bug ticket (Markdown), a self-contained offline page (HTML) or JSON."""
+    from ncclscope.report import render, renderer_for, write_report
+    from ncclscope.session import analyze as run
+
+    to_stdout = str(output) == "-"
+    if to_stdout and not fmt:
+        raise InputError("writing the report to stdout (-o -) needs --format markdown, html or json")
+    renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
+    progress = progress_printer(not quiet)
+    s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress)
+    command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
+    if progress:
+        progress(f"rendering {renderer.name} report")
+    if to_stdout:
+        typer.echo(render(s, renderer.name, command=command, redact=redact), nl=False)
+    else:
+        out = write_report(s, output, fmt=renderer.name, command=command, redact=redact)
+        if not quiet:
+            stderr_console().print(
+                f"wrote {out} ({out.stat().st_size:,} bytes)", markup=False, highlight=False
+            )
+    err = stderr_console()
+    for note in s.notes:
+        err.print(f"warning: {note}", markup=False)
+    raise typer.Exit(EXIT_OK)

@@ -1,0 +1,126 @@
+"""Report stage: renderers behind one protocol, picked by name or by the output file's suffix.
+
+`render(session, "html")` / `write_report(session, "out.md")` for Markdown (tickets), self-contained
+HTML and the stable JSON schema; `redact=True` replaces identifying values in every format.
+Renderer modules (and Plotly) are imported only when a report is made.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ncclscope.errors import InputError
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
+
+__all__ = ["RENDERERS", "Options", "Renderer", "render", "renderer_for", "write_report"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every renderer is told: the command line that made the report, and whether to redact."""
+
+    command: str | None = None
+    redact: bool = False
+
+
+class Renderer(Protocol):
+    name: str
+    suffixes: tuple[str, ...]
+
+    def render(self, s: Session, options: Options) -> str: ...
+
+
+def _document(s: Session, options: Options) -> tuple[dict[str, Any], Any]:
+    from ncclscope.report import facts, redact
+
+    doc = facts.build(s, facts.Provenance(command=options.command, redacted=options.redact))
+    if not options.redact:
+        return doc, None
+    r = redact.for_session(s)
+    r.learn(doc)
+    return doc, r
+
+
+class JsonRenderer:
+    name = "json"
+    suffixes: tuple[str, ...] = (".json",)
+
+    def render(self, s: Session, options: Options) -> str:
+        from ncclscope.report import json_report, redact
+
+        if not options.redact:
+            return json_report.render(s)
+        doc = redact.for_session(s).tree(json_report.to_dict(s))
+        return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+class MarkdownRenderer:
+    name = "markdown"
+    suffixes: tuple[str, ...] = (".md", ".markdown")
+
+    def render(self, s: Session, options: Options) -> str:
+        from ncclscope.report import markdown
+
+        doc, r = _document(s, options)
+        return markdown.render_doc(r.tree(doc) if r else doc)
+
+
+class HtmlRenderer:
+    name = "html"
+    suffixes: tuple[str, ...] = (".html", ".htm")
+
+    def render(self, s: Session, options: Options) -> str:
+        from ncclscope.report import figures, html
+
+        doc, r = _document(s, options)
+        figs = {
+            k: json.loads(f.to_json(validate=False, engine="json"))
+            for k, f in figures.session_figures(s).items()
+        }
+        if r is not None:
+            r.learn(figs)
+            doc, figs = r.tree(doc), r.tree(figs)
+        return html.render_page(doc, figs)
+
+
+_ALL: tuple[Renderer, ...] = (JsonRenderer(), MarkdownRenderer(), HtmlRenderer())
+RENDERERS: dict[str, Renderer] = {r.name: r for r in _ALL}
+_ALIASES = {"md": "markdown", "htm": "html"}
+
+
+def renderer_for(name: str | None = None, path: str | Path | None = None) -> Renderer:
+    """The renderer called `name` (json, markdown/md, html), else the one for `path`'s suffix."""
+    if name:
+        key = _ALIASES.get(name.lower(), name.lower())
+        if key not in RENDERERS:
+            raise InputError(f"unknown report format {name!r}; choose one of {', '.join(sorted(RENDERERS))}")
+        return RENDERERS[key]
+    suffix = Path(str(path or "")).suffix.lower()
+    for r in RENDERERS.values():
+        if suffix in r.suffixes:
+            return r
+    known = ", ".join(x for r in RENDERERS.values() for x in r.suffixes)
+    raise InputError(f"cannot tell the report format from {str(path)!r}: name it {known}, or pass --format")
+
+
+def render(s: Session, fmt: str, *, command: str | None = None, redact: bool = False) -> str:
+    """The report as text in format `fmt` (json, markdown, html)."""
+    return renderer_for(fmt).render(s, Options(command=command, redact=redact))
+
+
+def write_report(
+    s: Session, path: str | Path, *, fmt: str | None = None, command: str | None = None, redact: bool = False
+) -> Path:
+    """Write the report to `path` (format from `fmt` or the suffix) and return the path."""
+    out = Path(path)
+    text = renderer_for(fmt, out).render(s, Options(command=command, redact=redact))
+    try:
+        out.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the report ({e.strerror or e})") from None
+    return out

@@ -1,0 +1,267 @@
+"""Notebook facade: `ncclscope.load(paths…)` → an `Analysis` with Polars frames, findings and figures.
+
+    s = ncclscope.load("logs/", trace="traces/")
+    s.ranks, s.connections, s.warnings, s.findings   # frames and findings
+    s.fig.topology(); s.fig.arrivals(); s.fig.timeline(); s.fig.hang()
+    s.report("ticket.md", redact=True)
+
+It only forwards to the pipeline stages (session, report views and figures); nothing is computed
+here that the CLI does not compute the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ncclscope.records import Finding
+from ncclscope.session import Session, analyze
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+PathLike = str | os.PathLike[str]
+LOG_TABLES = (
+    "inits",
+    "versions",
+    "env",
+    "network",
+    "rings",
+    "connections",
+    "channels",
+    "warnings",
+    "trail",
+    "collectives",
+    "torch",
+    "unknown",
+    "streams",
+)
+
+
+def _progress() -> Callable[[str], None]:
+    t0 = time.monotonic()
+
+    def emit(msg: str) -> None:
+        if time.monotonic() - t0 > 1.0:
+            print(f"… {msg}", file=sys.stderr, flush=True)
+
+    return emit
+
+
+def _paths(p: PathLike | Sequence[PathLike] | None) -> list[str]:
+    if p is None:
+        return []
+    if isinstance(p, (str, os.PathLike)):
+        return [os.fspath(p)]
+    return [os.fspath(x) for x in p]
+
+
+def load(
+    *paths: PathLike,
+    trace: PathLike | Sequence[PathLike] | None = None,
+    rank_map: dict[str, int] | None = None,
+    progress: bool = False,
+) -> Analysis:
+    """Analyze logs (files, globs, directories, .gz) and optional torch.profiler traces.
+
+    `trace` is a trace file or directory (or a list of them); `rank_map` maps trace file names to
+    ranks when the files carry none; `progress` prints progress on stderr for long inputs.
+    """
+    s = analyze(
+        [os.fspath(p) for p in paths],
+        trace_paths=_paths(trace),
+        rank_map=rank_map,
+        progress=_progress() if progress else None,
+    )
+    return Analysis(s)
+
+
+class Figures:
+    """Figure builders of one analysis; each returns a Plotly figure (empty ones say why)."""
+
+    def __init__(self, session: Session) -> None:
+        self._s = session
+
+    def topology(self) -> go.Figure:
+        """Rings, trees and connections per channel, edges coloured by transport, ranks grouped by host."""
+        from ncclscope.report import figures
+
+        return figures.topology(self._s)
+
+    def arrivals(self) -> go.Figure:
+        """Heatmap ranks × collectives: ms after the first rank arrived (needs traces)."""
+        from ncclscope.report import figures
+
+        return figures.arrivals(self._s)
+
+    def timeline(self) -> go.Figure:
+        """Per-rank timeline of collectives (needs traces)."""
+        from ncclscope.report import figures
+
+        return figures.timeline(self._s)
+
+    def hang(self) -> go.Figure:
+        """Last NCCL opCount / PyTorch sequence number reached per rank; laggards in red."""
+        from ncclscope.report import figures
+
+        return figures.hang(self._s)
+
+
+class Analysis:
+    """One analysis, for exploring in Jupyter: frames as attributes, findings, figures, reports."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.fig = Figures(session)
+
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        # Log tables by name: s.connections, s.warnings, s.collectives, … (see `tables()`).
+        if name in LOG_TABLES:
+            df: pl.DataFrame = getattr(self.session.logs, name)
+            return df
+        raise AttributeError(
+            f"{type(self).__name__!s} has no attribute {name!r}; tables: {', '.join(self.tables())}"
+        )
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(LOG_TABLES))
+
+    # -- frames ---------------------------------------------------------------------------------
+    @property
+    def ranks(self) -> pl.DataFrame:
+        """One row per rank: host, pid, GPU, NCCL version, CUDA driver, interface, address, network, GDR."""
+        return self.session.ranks
+
+    @property
+    def comms(self) -> pl.DataFrame:
+        """One row per communicator: id, size, nodes, ranks seen and complete, PyTorch process group."""
+        return self.session.comms
+
+    @property
+    def trace_collectives(self) -> pl.DataFrame:
+        """Collectives found in the traces, one row per collective per rank (empty without traces)."""
+        return self._trace_frame("collectives")
+
+    @property
+    def trace_steps(self) -> pl.DataFrame:
+        return self._trace_frame("steps")
+
+    @property
+    def arrivals(self) -> pl.DataFrame:
+        """Per (collective, rank): how long after the first rank it arrived (`skew_us`) and waited."""
+        from ncclscope.report import views
+
+        return views.arrivals(self.session)
+
+    @property
+    def timeline(self) -> pl.DataFrame:
+        from ncclscope.report import views
+
+        return views.timeline(self.session)
+
+    @property
+    def hang(self) -> pl.DataFrame:
+        """Per rank: last NCCL opCount and PyTorch sequence numbers reached; `behind` marks laggards."""
+        from ncclscope.report import views_hang
+
+        return views_hang.hang(self.session)
+
+    def _trace_frame(self, name: str) -> pl.DataFrame:
+        from ncclscope import schema as S
+
+        t = self.session.traces
+        if t is not None and isinstance(getattr(t, name, None), pl.DataFrame):
+            df: pl.DataFrame = getattr(t, name)
+            return df
+        return S.empty(S.TRACE_COLLECTIVES if name == "collectives" else S.TRACE_STEPS)
+
+    def tables(self) -> list[str]:
+        """Names of every frame reachable as an attribute."""
+        return [
+            "ranks",
+            "comms",
+            *LOG_TABLES,
+            "trace_collectives",
+            "trace_steps",
+            "arrivals",
+            "timeline",
+            "hang",
+        ]
+
+    # -- findings --------------------------------------------------------------------------------
+    @property
+    def findings(self) -> list[Finding]:
+        """Findings, errors first; each has id, severity, title, why, fix, ranks, hosts and evidence."""
+        return list(self.session.findings)
+
+    @property
+    def findings_frame(self) -> pl.DataFrame:
+        """The findings as a table, one row each, with the first cited line."""
+        rows = [
+            {
+                "id": f.id,
+                "severity": f.severity,
+                "title": f.title,
+                "ranks": list(f.ranks),
+                "hosts": list(f.hosts),
+                "evidence": len(f.evidence),
+                "first": f"{f.evidence[0].path}:{f.evidence[0].line}" if f.evidence else None,
+            }
+            for f in self.session.findings
+        ]
+        schema: dict[str, pl.DataType | type[pl.DataType]] = {
+            "id": pl.Utf8,
+            "severity": pl.Utf8,
+            "title": pl.Utf8,
+            "ranks": pl.List(pl.Int64),
+            "hosts": pl.List(pl.Utf8),
+            "evidence": pl.Int64,
+            "first": pl.Utf8,
+        }
+        return pl.DataFrame(rows, schema=schema)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.session.notes
+
+    @property
+    def coverage(self) -> dict[str, int]:
+        return self.session.logs.coverage.to_json()
+
+    # -- reports ---------------------------------------------------------------------------------
+    def report(self, path: PathLike, *, redact: bool = False, fmt: str | None = None) -> Path:
+        """Write a Markdown, HTML or JSON report (format from the suffix, or `fmt`)."""
+        from ncclscope.report import write_report
+
+        return write_report(self.session, os.fspath(path), fmt=fmt, redact=redact)
+
+    def to_markdown(self, *, redact: bool = False) -> str:
+        from ncclscope.report import render
+
+        return render(self.session, "markdown", redact=redact)
+
+    def _repr_html_(self) -> str:
+        from ncclscope.report import facts, html
+
+        return html.repr_html(facts.build(self.session), self.tables_summary())
+
+    def tables_summary(self) -> dict[str, int]:
+        """Rows per non-empty log frame."""
+        out = {"ranks": self.ranks.height, "comms": self.comms.height}
+        out.update({n: getattr(self.session.logs, n).height for n in LOG_TABLES})
+        out["trace_collectives"] = self.trace_collectives.height
+        return {k: v for k, v in out.items() if v}
+
+    def __repr__(self) -> str:
+        from ncclscope.report.terminal import verdict
+
+        return (
+            f"<ncclscope.Analysis: {verdict(self.session)} {self.ranks.height} ranks, "
+            f"{len(self.session.findings)} findings>"
+        )

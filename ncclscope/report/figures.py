@@ -1,0 +1,268 @@
+"""Report stage, figures: pure `…_figure(frame) -> go.Figure` builders over the frames of `views`.
+
+Notebooks and the HTML report share them. An empty frame gives a figure that says why it is
+empty (no trace given, no ring lines in the logs) instead of an error or a blank plot. No figure
+uses WebGL, so the HTML report renders in a browser without a GPU.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import plotly.graph_objects as go
+import polars as pl
+
+TRANSPORT_COLORS = {
+    "P2P": "#2ca02c",
+    "SHM": "#ff7f0e",
+    "NET/IB GDR": "#1f77b4",
+    "NET/IB": "#17becf",
+    "NET/Socket": "#d62728",
+    "COLLNET": "#9467bd",
+    "ring order (no connection line)": "#7f7f7f",
+    "tree (child → parent)": "#bcbd22",
+}
+HOST_COLORS = [
+    "#4c78a8",
+    "#f58518",
+    "#54a24b",
+    "#b279a2",
+    "#e45756",
+    "#72b7b2",
+    "#eeca3b",
+    "#9d755d",
+    "#ff9da6",
+    "#bab0ac",
+]
+OP_COLORS = ["#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d"]
+MAX_TIMELINE = 20_000
+MAX_COLLS = 2_000
+LAYOUT = {"margin": {"l": 50, "r": 20, "t": 60, "b": 40}, "height": 480}
+_AXIS = {"gridcolor": "#ebebeb", "linecolor": "#cccccc", "zerolinecolor": "#dddddd", "automargin": True}
+
+
+@lru_cache(maxsize=1)
+def _template() -> go.layout.Template:
+    # A small white template: Plotly's named ones weigh ~10 kB per figure and take 0.25 s to apply.
+    return go.layout.Template(
+        layout={
+            "paper_bgcolor": "white",
+            "plot_bgcolor": "white",
+            "font": {"family": "Helvetica, Arial, sans-serif", "size": 12},
+            "xaxis": _AXIS,
+            "yaxis": _AXIS,
+            "hoverlabel": {"align": "left"},
+            "colorway": OP_COLORS,
+        }
+    )
+
+
+def new_figure(*data: Any) -> go.Figure:
+    """A figure on the report's template (never Plotly's global default)."""
+    return go.Figure(data=list(data), layout=go.Layout(template=_template()))
+
+
+def empty_figure(title: str, message: str) -> go.Figure:
+    """A blank figure that says, in its middle, why there is nothing to plot."""
+    fig = new_figure()
+    fig.add_annotation(
+        text=message,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font={"size": 15, "color": "#666"},
+    )
+    fig.update_layout(
+        title=title, xaxis={"visible": False}, yaxis={"visible": False}, **{**LAYOUT, "height": 260}
+    )
+    return fig
+
+
+def escape_text(text: str) -> str:
+    # Plotly renders a subset of HTML in annotation and hover text; log-derived text stays text.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# --- traces ----------------------------------------------------------------------------------------
+
+
+def arrivals_figure(arrivals: pl.DataFrame, *, note: str | None = None) -> go.Figure:
+    """Heatmap ranks × collectives: how long after the first rank each rank arrived (ms)."""
+    title = "Collective arrivals: ms after the first rank (ranks × collectives)"
+    if arrivals.is_empty():
+        return empty_figure(title, note or "no trace given (pass --trace with torch.profiler traces)")
+    n = arrivals["coll"].n_unique()
+    df = arrivals.filter(pl.col("coll") < MAX_COLLS)
+    ranks = sorted(df["rank"].drop_nulls().unique().to_list())
+    colls = sorted(df["coll"].unique().to_list())
+    ri = {r: i for i, r in enumerate(ranks)}
+    ci = {c: i for i, c in enumerate(colls)}
+    z: list[list[float | None]] = [[None] * len(colls) for _ in ranks]
+    info: list[list[str]] = [[""] * len(colls) for _ in ranks]
+    for r in df.select("rank", "coll", "skew_us", "op", "group").iter_rows(named=True):
+        if r["rank"] is None:
+            continue
+        i, j = ri[r["rank"]], ci[r["coll"]]
+        z[i][j] = None if r["skew_us"] is None else round(r["skew_us"] / 1000.0, 6)
+        info[i][j] = escape_text(f"{r['op']} · group {r['group']}")
+    fig = new_figure(
+        go.Heatmap(
+            z=z,
+            x=colls,
+            y=[str(r) for r in ranks],
+            customdata=info,
+            colorscale="Reds",
+            zmin=0,
+            colorbar={"title": "ms late"},
+            hovertemplate="rank %{y} · collective %{x}<br>%{customdata}<br>%{z:.3f} ms after the first<extra></extra>",
+        )
+    )
+    shown = f" (first {MAX_COLLS} of {n})" if n > MAX_COLLS else ""
+    fig.update_layout(
+        title=title + shown,
+        xaxis_title="collective (in order of first arrival)",
+        yaxis={"title": "rank", "type": "category", "autorange": "reversed"},
+        **LAYOUT,
+    )
+    return fig
+
+
+def timeline_figure(timeline: pl.DataFrame, *, note: str | None = None) -> go.Figure:
+    """Per-rank timeline of collectives (ms after the first), one colour per op."""
+    title = "Per-rank timeline of collectives"
+    if timeline.is_empty():
+        return empty_figure(title, note or "no trace given (pass --trace with torch.profiler traces)")
+    df = timeline.sort("start_ms").head(MAX_TIMELINE)
+    fig = new_figure()
+    for k, op in enumerate(sorted(df["op"].fill_null("?").unique().to_list())):
+        sub = df.filter(pl.col("op").fill_null("?") == op)
+        xs: list[float | None] = []
+        ys: list[str | None] = []
+        text: list[str] = []
+        for r in sub.iter_rows(named=True):
+            hover = escape_text(
+                f"rank {r['rank']} · {op} · {r['group']}<br>{(r['dur_us'] or 0):.1f} µs, "
+                f"{r['msg_bytes']} bytes"
+            )
+            xs += [r["start_ms"], r["end_ms"], None]
+            ys += [str(r["rank"]), str(r["rank"]), None]
+            text += [hover, hover, ""]
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=op,
+                hovertext=text,
+                hoverinfo="text",
+                line={"width": 10, "color": OP_COLORS[k % len(OP_COLORS)]},
+            )
+        )
+    shown = f" (first {MAX_TIMELINE} of {timeline.height})" if timeline.height > MAX_TIMELINE else ""
+    fig.update_layout(
+        title=title + shown,
+        xaxis_title="ms after the first collective",
+        yaxis={"title": "rank", "type": "category", "categoryorder": "category ascending"},
+        **LAYOUT,
+    )
+    return fig
+
+
+# --- hang ---------------------------------------------------------------------------------------------
+
+
+def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
+    """How far each rank got: last NCCL opCount and last PyTorch work sequence numbers, laggards in red."""
+    title = "Hang view: last collective reached per rank"
+    if hang.is_empty():
+        return empty_figure(
+            title,
+            note
+            or "no COLL lines (NCCL_DEBUG_SUBSYS=COLL) or ProcessGroupNCCL "
+            "watchdog lines: nothing says how far each rank got",
+        )
+    x = [f"rank {r}" for r in hang["rank"].to_list()]
+    behind = hang["behind"].fill_null(False).to_list()
+    silent = hang["silent"].fill_null(False).to_list()
+    fig = new_figure()
+    series = [
+        ("last_op_count", "last NCCL opCount"),
+        ("last_enqueued", "last enqueued seq"),
+        ("last_completed", "last completed seq"),
+    ]
+    for k, (col, name) in enumerate(series):
+        if hang[col].is_null().all():
+            continue
+        colors = ["#d62728" if b else ["#4c78a8", "#72b7b2", "#54a24b"][k] for b in behind]
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=hang[col].to_list(),
+                name=name,
+                marker_color=colors,
+                hovertemplate="%{x}: " + name + " %{y}<extra></extra>",
+            )
+        )
+    for xi, s in zip(x, silent):
+        if s:
+            fig.add_annotation(
+                x=xi, y=0, text="no lines", showarrow=False, yshift=10, font={"color": "#d62728"}
+            )
+    lag = [r for r, b in zip(hang["rank"].to_list(), behind) if b]
+    sub = f" — behind: ranks {', '.join(map(str, lag[:16]))}" if lag else ""
+    fig.update_layout(
+        title=title + sub,
+        barmode="group",
+        xaxis={"type": "category"},
+        yaxis_title="sequence / opCount",
+        **LAYOUT,
+    )
+    return fig
+
+
+# --- a session's figures --------------------------------------------------------------------------
+
+
+def _trace_note(s: Any) -> str | None:
+    if s.traces is None:
+        return "no trace given (pass --trace DIR with torch.profiler traces)"
+    return "the traces hold no NCCL or gloo collective"
+
+
+def topology(s: Any) -> go.Figure:
+    from ncclscope.report import views
+    from ncclscope.report.figures_topology import topology_figure
+
+    edges = views.topology_edges(s.logs)
+    return topology_figure(edges, views.topology_nodes(s.ranks, edges))
+
+
+def arrivals(s: Any) -> go.Figure:
+    from ncclscope.report import views
+
+    return arrivals_figure(views.arrivals(s), note=_trace_note(s))
+
+
+def timeline(s: Any) -> go.Figure:
+    from ncclscope.report import views
+
+    return timeline_figure(views.timeline(s), note=_trace_note(s))
+
+
+def hang(s: Any) -> go.Figure:
+    from ncclscope.report import views_hang
+
+    return hang_figure(views_hang.hang(s))
+
+
+def session_figures(s: Any) -> dict[str, go.Figure]:
+    """The HTML report's figures, keyed by their fixed element ids."""
+    return {
+        "fig-hang": hang(s),
+        "fig-topology": topology(s),
+        "fig-arrivals": arrivals(s),
+        "fig-timeline": timeline(s),
+    }

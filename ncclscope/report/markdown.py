@@ -1,0 +1,222 @@
+"""Report stage, Markdown: a report to paste into a GitHub/GitLab/Jira ticket.
+
+Verdict first, findings by severity with their evidence in collapsible `<details>`, the ranks ×
+configuration table with odd values marked, the environment fingerprint, and how it was made.
+Every log-derived string is escaped: quoted lines sit in fenced code blocks (never interpreted),
+other text has its HTML and Markdown metacharacters escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ncclscope.report.facts import printable, ranks_summary
+
+MAX_EVIDENCE = 20
+MAX_ROWS = 64
+_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵", "ok": "🟢"}
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
+
+
+def text(value: object) -> str:
+    """Inline text: HTML entities for <, >, &, @ (no mentions) and backslashes for Markdown syntax."""
+    t = printable("" if value is None else str(value), limit=2000).replace("\n", " ")
+    t = t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+    return _MD_SPECIAL.sub(r"\\\1", t)
+
+
+def code(value: object) -> str:
+    """An inline code span (contents are never interpreted), for text that holds no pipe."""
+    t = printable(str(value), limit=2000).replace("\n", " ")
+    longest = max((len(m) for m in re.findall(r"`+", t)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") else ""
+    return f"{tick}{pad}{t}{pad}{tick}"
+
+
+def fenced(lines: list[str], lang: str = "text") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside it."""
+    longest = max((len(m) for ln in lines for m in re.findall(r"`+", ln)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence + lang, *lines, fence])
+
+
+def _finding(f: dict[str, Any]) -> list[str]:
+    out = [f"#### {_ICON[f['severity']]} `{f['id']}` {text(f['title'])}", ""]
+    who = []
+    if f["ranks"]:
+        who.append(f"**Ranks:** {text(ranks_summary(f['ranks']))}")
+    if f["hosts"]:
+        who.append(f"**Hosts:** {text(', '.join(f['hosts'][:12]))}" + (" …" if len(f["hosts"]) > 12 else ""))
+    if who:
+        out += [" · ".join(who), ""]
+    out += [f"**Why it matters:** {text(f['why'])}", "", f"**What to try:** {text(f['fix'])}", ""]
+    ev = f["evidence"]
+    if ev:
+        lines = [printable(f"{e['path']}:{e['line']}  {e['text']}") for e in ev[:MAX_EVIDENCE]]
+        if len(ev) > MAX_EVIDENCE:
+            lines.append(f"… {len(ev) - MAX_EVIDENCE} more lines")
+        n = len(ev)
+        out += [
+            "<details>",
+            f"<summary>Evidence: {n} line{'s' if n != 1 else ''}</summary>",
+            "",
+            fenced(lines),
+            "",
+            "</details>",
+            "",
+        ]
+    return out
+
+
+def _findings(doc: dict[str, Any]) -> list[str]:
+    out = ["## Findings", ""]
+    if not doc["findings"]:
+        return out + ["No findings: nothing in the evidence looks wrong.", ""]
+    for sev, heading in _HEADINGS.items():
+        group = [f for f in doc["findings"] if f["severity"] == sev]
+        if group:
+            out += [f"### {heading} ({len(group)})", ""]
+            for f in group:
+                out += _finding(f)
+    return out
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(r) + " |" for r in rows
+    ]
+
+
+def _ranks(doc: dict[str, Any]) -> list[str]:
+    t = doc["ranks"]
+    if not t["rows"]:
+        return []
+    cols = t["columns"]
+    rows = t["rows"]
+    keep = [r for i, r in enumerate(rows) if i < MAX_ROWS or r["odd"] or r["findings"]]
+    body = []
+    for r in keep:
+        cells = [
+            ("**⚠ " + text(r["cells"][c]) + "**") if c in r["odd"] else text(_cell(r["cells"][c]))
+            for c in cols
+        ]
+        body.append(cells + [text(", ".join(r["findings"]))])
+    out = ["## Ranks × configuration", ""]
+    if t["odd_columns"]:
+        out += [
+            f"Cells marked **⚠** differ from most ranks (columns: {text(', '.join(t['odd_columns']))}).",
+            "",
+        ]
+    out += _table(cols + ["findings"], body)
+    if len(keep) < len(rows):
+        out += ["", f"{len(rows) - len(keep)} more ranks with the common configuration are not shown."]
+    return out + [""]
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def _values(vals: list[dict[str, Any]], mixed: bool) -> str:
+    parts = [f"{text(v['value'])} ({v['count']})" for v in vals[:8]]
+    more = f" … +{len(vals) - 8}" if len(vals) > 8 else ""
+    return ("⚠ " if mixed else "") + ", ".join(parts) + more
+
+
+def _environment(doc: dict[str, Any]) -> list[str]:
+    env = doc["environment"]
+    sh = env["shape"]
+    shape = f"{sh['ranks']} ranks · {sh['processes']} processes · {sh['hosts']} hosts · {sh['communicators']} communicators"
+    out = ["## Environment", "", shape, ""]
+    rows = [[text(r["name"]), _values(r["values"], r["mixed"])] for r in env["versions"] + env["transports"]]
+    if rows:
+        out += _table(["", "value (processes)"], rows) + [""]
+    if env["env"]:
+        mixed = sum(1 for r in env["env"] if r["mixed"])
+        out += [
+            "<details>",
+            f"<summary>NCCL environment: {len(env['env'])} variables set"
+            + (f", {mixed} differ across ranks" if mixed else "")
+            + "</summary>",
+            "",
+        ]
+        out += _table(
+            ["variable", "value (processes)"],
+            [[code(r["name"]).replace("|", "\\|"), _values(r["values"], r["mixed"])] for r in env["env"]],
+        )
+        out += ["", "</details>", ""]
+    return out
+
+
+def _hang(doc: dict[str, Any]) -> list[str]:
+    rows = doc["hang"]
+    if not rows:
+        return []
+    cols = ["rank", "host", "last_op", "last_op_count", "last_enqueued", "last_completed"]
+    body = [
+        [text(_cell(r[c])) for c in cols]
+        + ["**behind**" if r["behind"] else ("no lines" if r["silent"] else "")]
+        for r in rows[:MAX_ROWS]
+    ]
+    out = ["## Hang view: how far each rank got", ""] + _table(cols + [""], body)
+    if len(rows) > MAX_ROWS:
+        out += ["", f"{len(rows) - MAX_ROWS} more ranks not shown."]
+    return out + [""]
+
+
+def _provenance(doc: dict[str, Any]) -> list[str]:
+    p = doc["provenance"]
+    c = p["coverage"]
+    pct = f"{100.0 * c['recognized'] / c['nccl_lines']:.1f}%" if c["nccl_lines"] else "n/a"
+    out = [
+        "## How this report was made",
+        "",
+        f"- ncclscope {text(p['ncclscope'])} (Python {text(p['python'])}, Polars {text(p['polars'])})",
+    ]
+    if p["command"]:
+        out.append(f"- command: {code(p['command'])}")
+    out.append(
+        f"- coverage: {c['lines']} lines, {c['nccl_lines']} NCCL lines, {pct} recognized, "
+        f"{c['unknown']} unknown"
+    )
+    if p["redacted"]:
+        out.append(
+            "- redacted: host names, IP/MAC addresses, user names in paths and pointers are replaced "
+            "by consistent pseudonyms (`host-1`, `ip-1.2`, `user-1`, `0xptr-1`)"
+        )
+    out.append("")
+    if p["inputs"] or p["traces"]:
+        out += [
+            "<details>",
+            f"<summary>Inputs: {len(p['inputs'])} logs, {len(p['traces'])} traces</summary>",
+            "",
+        ]
+        out += _table(
+            ["input", "lines / events"],
+            [[text(i["path"]), str(i["lines"])] for i in p["inputs"]]
+            + [[text(t["path"]) + f" (rank {t['rank']})", str(t["events"])] for t in p["traces"]],
+        )
+        out += ["", "</details>", ""]
+    if doc["notes"]:
+        out += ["Notes on the input:", ""] + [f"- {text(n)}" for n in doc["notes"]] + [""]
+    return out
+
+
+def render_doc(doc: dict[str, Any]) -> str:
+    """Markdown for a report document built by `facts.build` (and redacted, when asked)."""
+    v = doc["verdict"]
+    counts = doc["counts"]
+    tally = " · ".join(
+        f"{counts.get(k, 0)} {k}{'s' if counts.get(k, 0) != 1 and k != 'info' else ''}"
+        for k in ("error", "warning", "info")
+    )
+    out = ["# ncclscope report", "", f"> {_ICON[v['severity']]} **{text(v['text'])}**", ">", f"> {tally}", ""]
+    out += _findings(doc) + _hang(doc) + _ranks(doc) + _environment(doc) + _provenance(doc)
+    return "\n".join(out).rstrip("\n") + "\n"

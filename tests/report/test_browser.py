@@ -1,0 +1,73 @@
+"""The HTML report in headless Chromium: figures render, the console stays clean, nothing is
+fetched from the network, and the script payloads in the log text never run. Saves screenshots
+to tests/artifacts/. Skips when no Chromium is installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ncclscope.report import html as H
+from ncclscope.report import write_report
+
+from .cdp import Browser, find_chromium
+from .conftest import make_session
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+OFFLINE_SCHEMES = ("file:", "data:", "about:", "blob:")
+
+
+@pytest.fixture(scope="module")
+def browser():  # type: ignore[no-untyped-def]
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    with Browser(binary) as b:
+        yield b
+
+
+@pytest.mark.parametrize("name, traces, redact", [("full", True, False), ("redacted-no-traces", False, True)])
+def test_report_renders_offline_without_errors(
+    browser: Browser, tmp_path: Path, name: str, traces: bool, redact: bool
+) -> None:
+    report = write_report(make_session(with_traces=traces), tmp_path / f"report-{name}.html", redact=redact)
+    page = browser.open(report.resolve().as_uri())
+    rendered = page.wait_for("document.body && document.body.getAttribute('data-rendered')", timeout=90)
+    assert int(rendered) == len(H.FIGURES)
+    # Every figure drew its SVG, and the topology drew one arrow per edge direction.
+    svgs = page.evaluate(
+        "Array.from(document.querySelectorAll('.figure')).map(d => d.querySelectorAll('.main-svg').length)"
+    )
+    assert len(svgs) == len(H.FIGURES) and all(n > 0 for n in svgs)
+    assert page.evaluate("document.querySelectorAll('#fig-topology .scatterlayer .trace').length") >= 3
+    # The payloads in the log lines are text: no element was created, nothing ran.
+    assert page.evaluate("window.__xss === undefined")
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert "<script>window.__xss=1</script>" in page.evaluate(
+        "document.getElementById('findings').textContent"
+    )
+    page.screenshot(ARTIFACTS / f"report-{name}.png")
+    browser.pump(0.5)
+    log = page.log()
+    assert log.errors() == []
+    assert [c for c in log.console if c["type"] == "warning"] == []
+    fetched = [u for u in log.requests if not u.startswith(OFFLINE_SCHEMES)]
+    assert fetched == [], f"network requests: {fetched}"
+    assert [u for u in log.requests if u.startswith("file:")] == [report.resolve().as_uri()]
+
+
+def test_the_checks_can_fail(browser: Browser, tmp_path: Path) -> None:
+    """Control: a page that fetches and throws is caught by the same checks."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<html><body><img src="http://127.0.0.1:9/x.png"><script>console.error("boom");'
+        "throw new Error('bang')</script></body></html>"
+    )
+    page = browser.open(bad.resolve().as_uri())
+    page.wait_for("document.readyState === 'complete'")
+    browser.pump(1.0)
+    log = page.log()
+    assert "http://127.0.0.1:9/x.png" in log.requests
+    assert any("boom" in e for e in log.errors()) and any("bang" in e for e in log.errors())
