@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ncclscope.align.rankmap import transport
 from ncclscope.frames import LogFrames
 
 PROC = ["host", "pid"]
@@ -74,7 +75,7 @@ def _net(logs: LogFrames) -> pl.DataFrame:
     """The network each process uses: `Using network X`, else its NET channels, else what was probed."""
     net = logs.network
     using = _first_per_proc(net.filter(pl.col("kind") == "using_network"), pl.col("net"), "using")
-    conn = _first_per_proc(logs.connections.filter(pl.col("transport") == "NET"), pl.col("net"), "conn_net")
+    conn = _first_per_proc(logs.connections.filter(transport() == "NET"), pl.col("net"), "conn_net")
     probed = _h(net.filter(pl.col("pid").is_not_null())).group_by(PROC).agg(
         (pl.col("kind") == "ib_dev").any().alias("has_ib"),
         (pl.col("kind") == "socket_iface").any().alias("has_sock"),
@@ -92,7 +93,7 @@ def _net(logs: LogFrames) -> pl.DataFrame:
 
 def _gdr(logs: LogFrames) -> pl.DataFrame:
     """True when a NET channel runs GPUDirect RDMA; False when IB runs without it or it was disabled."""
-    conn = _h(logs.connections.filter((pl.col("transport") == "NET") & pl.col("pid").is_not_null()))
+    conn = _h(logs.connections.filter((transport() == "NET") & pl.col("pid").is_not_null()))
     by_conn = conn.group_by(PROC).agg(
         pl.col("gdr").fill_null(False).any().alias("gdr_on"),
         (pl.col("net").fill_null("").str.starts_with("IB") & ~pl.col("gdr").fill_null(False)).any()

@@ -2,6 +2,8 @@
 
 A process is `(host, pid)`; a process that drives several GPUs (ncclCommInitAll, nccl-tests `-g 8`)
 holds one rank per GPU, told apart by the device of the thread that printed the line.
+These tables are small (no per-collective rows), where eager Polars is several times faster than
+building and optimising a lazy plan; the big COLL table is never touched here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,13 @@ from ncclscope.frames import LogFrames
 PROC = ["host", "pid"]
 PART = ["host", "pid", "dev"]
 _ORIGIN_COLS = ["path", "line", "host", "pid", "cuda_dev", "rank_hint"]
+
+
+def transport() -> pl.Expr:
+    """A connection's transport family (P2P, SHM, NET, COLLNET), whether the column holds the family or
+    the whole printed text (`NET/IB/0/GDRDMA`, `direct shared memory`)."""
+    t = pl.col("transport").fill_null("")
+    return pl.when(t.str.contains("shared memory")).then(pl.lit("SHM")).otherwise(t.str.extract(r"^([A-Z0-9]+)", 1))
 
 
 def _norm_host(df: pl.DataFrame) -> pl.DataFrame:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ncclscope.align.rankmap import transport
 from ncclscope.findings.registry import Context
 from ncclscope.records import Evidence, Finding, Severity
 from ncclscope.schema import ORIGIN
@@ -97,7 +98,7 @@ def job_shape(ctx: Context) -> JobShape:
     inits = logs.inits
     nnodes = inits["nnodes"].max() if inits.height else None
     wider = inits.filter(pl.col("nranks") > pl.col("local_ranks")).height > 0 if inits.height else False
-    net = logs.connections.filter(pl.col("transport") == "NET").height > 0
+    net = logs.connections.filter(transport() == "NET").height > 0
     if len(hosts) > 1:
         return JobShape(hosts, True, f"{len(hosts)} hosts print NCCL lines")
     if isinstance(nnodes, int) and nnodes > 1:

@@ -10,21 +10,23 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from ncclscope.align.rankmap import transport
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import PROC, cite, first_per, job_shape, make, norm_host, with_rank
+from ncclscope.findings.rules_common import CITE, PROC, cite, first_per, job_shape, make, norm_host, with_rank
 from ncclscope.records import Finding, Severity
 
 # NCCL_* settings that every rank must agree on: a difference makes ranks pick different algorithms,
 # protocols, buffer sizes or transports, which hangs or corrupts the collective.
 MUST_MATCH = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_IB_DISABLE", "NCCL_NET", "NCCL_COLLNET_ENABLE",
               "NCCL_NVLS_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_CROSS_NIC", "NCCL_NET_PLUGIN"}
-PLUGIN_FAIL = r"(?i)fi_getinfo\(\) call failed|Failed to initialize any NET plugin|Invalid type of PCI bus"
+PLUGIN_FAIL = (r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
+               r"Failed to initialize any NET plugin|Invalid type of PCI bus")
 
 
 def _socket_users(ctx: Context) -> pl.DataFrame:
     """Lines showing a process moving data over NET/Socket: `Using network Socket` or `via NET/Socket`."""
     net = ctx.logs.network.filter((pl.col("kind") == "using_network") & (pl.col("net") == "Socket"))
-    conn = ctx.logs.connections.filter((pl.col("transport") == "NET") & (pl.col("net") == "Socket"))
+    conn = ctx.logs.connections.filter((transport() == "NET") & (pl.col("net") == "Socket"))
     return norm_host(cite(first_per(net, PROC), first_per(conn, PROC)))
 
 
@@ -32,15 +34,19 @@ def _ib_users(ctx: Context) -> pl.DataFrame:
     """Lines showing a process on IB/RoCE: `NET/IB : Using [0]mlx5…`, `Using network IB…`, `via NET/IB…`."""
     net = ctx.logs.network.filter((pl.col("kind") == "ib_dev")
                                   | ((pl.col("kind") == "using_network") & pl.col("net").fill_null("").str.starts_with("IB")))
-    conn = ctx.logs.connections.filter((pl.col("transport") == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    conn = ctx.logs.connections.filter((transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
     return norm_host(cite(net, conn))
 
 
 def _ib_absent_reasons(ctx: Context) -> pl.DataFrame:
-    """Why IB was not used: NCCL_IB_DISABLE=1, `NET/IB : No device found.`, libibverbs missing."""
+    """Why IB was not used, as cited lines plus a short `reason`: NCCL_IB_DISABLE=1, `NET/IB : No device
+    found.`, libibverbs missing."""
     env = ctx.logs.env.filter((pl.col("name") == "NCCL_IB_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1"))
     net = ctx.logs.network.filter(pl.col("kind").is_in(["ib_no_device", "ibverbs_missing"]))
-    return first_per(cite(env, net), ["path", "text"])
+    rows = pl.concat([env.select(*CITE, reason=pl.lit("NCCL_IB_DISABLE=1")),
+                      net.select(*CITE, reason=pl.when(pl.col("kind") == "ib_no_device")
+                                 .then(pl.lit("NET/IB found no device")).otherwise(pl.lit("libibverbs not found")))])
+    return first_per(rows, ["path", "reason"])
 
 
 @rule("net-socket-fallback", "warning", "Inter-node traffic on TCP sockets instead of IB/RoCE", "config")
@@ -50,7 +56,11 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     NET plugin failed to initialise (aws-ofi-nccl `fi_getinfo() … failed`); info otherwise, naming why IB
     is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs missing) when the log says."""
     out: list[Finding] = []
-    plugin = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(PLUGIN_FAIL))
+    # libfabric prints its own `<warn> fi_getinfo: …` lines (no NCCL prefix): they stay unknown lines.
+    plugin = cite(ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(PLUGIN_FAIL)),
+                  ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(PLUGIN_FAIL)),
+                  ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(PLUGIN_FAIL)))
+    plugin = plugin.unique(["path", "line"], keep="first", maintain_order=True)
     if plugin.height:
         out.append(make("net-socket-fallback", "warning", "The network plugin failed to initialise",
                         "When the EFA/OFI or other NET plugin cannot start, NCCL falls back to its internal IB or "
@@ -58,7 +68,7 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
                         "Expose the fabric devices to the container (/dev/infiniband/*, EFA), check the provider "
                         "with fi_info, and load the plugin's libraries on every node.", plugin, ctx))
     sock = _socket_users(ctx)
-    inter_node = ctx.logs.connections.filter((pl.col("transport") == "NET") & (pl.col("net") == "Socket")).height > 0
+    inter_node = ctx.logs.connections.filter((transport() == "NET") & (pl.col("net") == "Socket")).height > 0
     if sock.is_empty() or not (inter_node or job_shape(ctx).multi_node):
         return out
     ib = _ib_users(ctx).join(sock.select(PROC).unique(), on=PROC, how="anti")
@@ -72,8 +82,8 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     elif ipoib.height:
         sev, title = "warning", "Inter-node traffic runs over sockets on an IPoIB interface (IB hardware unused)"
     else:
-        why = "; ".join(sorted({t for t in reasons["text"].to_list()}))[:160] if reasons.height else ""
-        sev, title = "info", "Inter-node traffic runs over TCP sockets (NET/Socket)" + (f" — {why}" if why else "")
+        why = ", ".join(sorted(set(reasons["reason"].to_list())))
+        sev, title = "info", "Inter-node traffic runs over TCP sockets (NET/Socket)" + (f": {why}" if why else "")
     out.append(make("net-socket-fallback", sev, title,
                     "NET/Socket is many times slower than IB/RoCE verbs; on a cluster with HCAs it means verbs "
                     "could not be used (IB disabled, no libibverbs, /dev/infiniband not mapped into the container), "
@@ -89,7 +99,7 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     or `Connected all rings, use ring PXN x GDR 0`. Warning: GPUDirect RDMA off costs much of the
     inter-node bandwidth (one thread: ~180 → ~10 GB/s)."""
     off = ctx.logs.network.filter(pl.col("kind") == "gdr_disabled")
-    conn = ctx.logs.connections.filter((pl.col("transport") == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    conn = ctx.logs.connections.filter((transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
     plain = conn.filter(~pl.col("gdr").fill_null(False))
     gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0)
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():
@@ -181,7 +191,7 @@ def p2p_degraded(ctx: Context) -> Iterable[Finding]:
                         "Check `nvidia-smi topo -m` and `nvidia-smi nvlink -s`, reboot/reset the node; "
                         "NCCL_IGNORE_DISABLED_P2P=1 proceeds at reduced speed.", nvlink, ctx))
     env = ctx.logs.env.filter((pl.col("name") == "NCCL_P2P_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1"))
-    same_host_net = _same_host(ctx, ctx.logs.connections.filter(pl.col("transport") == "NET"))
+    same_host_net = _same_host(ctx, ctx.logs.connections.filter(transport() == "NET"))
     if env.height or same_host_net.height:
         cited = cite(first_per(env, ["text"]), first_per(same_host_net, PROC))
         out.append(make("p2p-degraded", "warning",
@@ -191,7 +201,7 @@ def p2p_degraded(ctx: Context) -> Iterable[Finding]:
                         "Drop NCCL_P2P_DISABLE once P2P works (it is a diagnostic for PCIe ACS/IOMMU hangs); "
                         "if P2P hangs, disable ACS or the IOMMU (intel_iommu=off / iommu=pt) or upgrade the driver.",
                         cited, ctx))
-    shm = ctx.logs.connections.filter(pl.col("transport") == "SHM")
+    shm = ctx.logs.connections.filter(transport() == "SHM")
     if shm.height and not env.height:
         out.append(make("p2p-degraded", "info", "Intra-node channels run over shared memory (SHM), not P2P",
                         "SHM is what NCCL uses when GPUs cannot reach each other directly (PCIe across CPU sockets, "

@@ -18,6 +18,8 @@ from ncclscope.records import Finding, Severity
 ECHO = (r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
         r"service thread|failed to execute operation|abort called|closed by localRank|remote process")
 RETRY = r"(?i)retrying"
+# Interface-selection failures belong to the iface-* rules, not to connection-failure.
+IFACE_MSG = r"(?i)no interface found|no socket interface|no usable listening|Socket creation failed|no device found"
 SOCKET_FAMILIES = ["socket", "bootstrap", "proxy"]
 SOCKET_FILES = r"(?i)(socket|bootstrap|net_socket)\.(cc|cu|h)$"
 IB_STATUS = {
@@ -52,7 +54,7 @@ def _echo_lines(ctx: Context) -> pl.DataFrame:
     """Socket-layer WARNs and retries, classed 0 root / 1 exhausted retry / 2 retry / 3 echo."""
     w = _live(ctx)
     msg = pl.col("message").fill_null("")
-    sock = w.filter(pl.col("family").is_in(SOCKET_FAMILIES) | msg.str.contains(ECHO))
+    sock = w.filter((pl.col("family").is_in(SOCKET_FAMILIES) | msg.str.contains(ECHO)) & ~msg.str.contains(IFACE_MSG))
     return sock.with_columns(cls=pl.when(msg.str.contains(RETRY)).then(pl.when(_retry_exhausted()).then(1).otherwise(2))
                              .when(msg.str.contains(ECHO)).then(3).otherwise(0))
 
@@ -76,6 +78,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     The first failure (ts_us when every line has one, else root before retries before echoes) is named.
     Error; warning when only echoes are seen and an IB/CUDA/SHM error elsewhere explains them, or when
     only unexhausted retries are seen."""
+    if ctx.logs.warnings.is_empty() and ctx.logs.trail.is_empty():
+        return []
     lines = _echo_lines(ctx).select(*CITE, pl.col("cls").cast(pl.Int32), silent=pl.lit(False))
     silent = _silent_trails(ctx).select(*CITE, cls=pl.lit(0, dtype=pl.Int32), silent=pl.lit(True))
     rows = pl.concat([lines, silent], how="vertical_relaxed")
@@ -117,30 +121,53 @@ def _who(row: pl.DataFrame, ctx: Context) -> str:
     return " ".join(p for p in parts if p) or f"in {r['path']}:{r['line']}"
 
 
-@rule("ib-error", "error", "InfiniBand/RoCE completion or async error", "errors")
+def _ib_rows(ctx: Context) -> pl.DataFrame:
+    """IB completion/async WARNs, the same WARN text embedded in a torch/XLA `Last error` (a pasted error
+    flattened onto one line), and OFI-plugin completion errors (the libfabric equivalent)."""
+    cols = [*CITE, "family", "status", "message"]
+    w = _live(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"])).select(cols)
+    pat = r"Got completion from peer|NET/IB ?: Got completion"
+    status = pl.col("text").str.extract(r"(?:with error |status=[A-Z_]*\(?)(\d+)", 1).cast(pl.Int64, strict=False)
+    emb = cite(ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat)),
+               ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat)))
+    emb = emb.select(*CITE, family=pl.lit("ib_completion"), status=status, message=pl.col("text"))
+    ofi_net = ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(r"completed with error"))
+    ofi_warn = _live(ctx).filter(pl.col("message").fill_null("").str.contains(r"NET/OFI.*completed with error"))
+    ofi = pl.concat([ofi_net.select(*CITE, message=pl.col("detail")), ofi_warn.select(*CITE, "message")])
+    ofi = ofi.select(*CITE, family=pl.lit("ofi_completion"), status=pl.lit(None, dtype=pl.Int64), message="message")
+    return pl.concat([w, emb, ofi], how="vertical_relaxed")
+
+
+@rule("ib-error", "error", "InfiniBand/RoCE (or OFI) completion or async error", "errors")
 def ib_error(ctx: Context) -> Iterable[Finding]:
-    """`NET/IB : Got completion from peer … with error|status=N … vendor err M` and `Got async event`.
-    Status decoded: 12 retry exceeded, 4 local protection, 13 RNR retry, 10 remote access; 5 (flushed) is a
-    consequence of an earlier error and ranks after every other status. Error."""
-    w = _live(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"]))
+    """`NET/IB : Got completion from peer … with error|status=N … vendor err M` (also inside a torch `Last
+    error`), `Got async event`, and aws-ofi-nccl `NET/OFI Request … completed with error`. Status decoded:
+    12 retry exceeded, 4 local protection, 13 RNR retry, 10 remote access; 5 (flushed) is a consequence of an
+    earlier error and ranks after every other status. Error."""
+    w = _ib_rows(ctx)
     if w.is_empty():
         return []
-    rows = _ordered(w, pl.when(pl.col("status") == 5).then(2).when(pl.col("family") == "ib_async").then(1).otherwise(0))
+    rows = _ordered(w, pl.when(pl.col("status") == 5).then(2).when(pl.col("family") == "ib_completion").then(0)
+                    .otherwise(1))
     first = rows.row(0, named=True)
     status = first["status"]
     meaning = IB_STATUS.get(int(status), "see ibv_wc_status") if status is not None else None
     if first["family"] == "ib_async":
         title = f"IB async event: {first['message'] or first['text']}"[:160]
+    elif first["family"] == "ofi_completion":
+        title = f"Network completion error from the OFI plugin: {first['message']}"[:160]
+    elif status is None:
+        title = f"IB completion error, first {_who(rows.head(1), ctx)}"
     else:
         title = f"IB completion error status {status} ({meaning}) first {_who(rows.head(1), ctx)}"
-    statuses = sorted({int(s) for s in w["status"].drop_nulls().to_list()})
+    statuses = sorted({int(v) for v in w["status"].drop_nulls().to_list()})
     hint = {12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
                 "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
                 "NCCL_IB_TIMEOUT.",
             4: "Status 4 points at memory registration / GPUDirect RDMA: disable PCIe ACS and check the IOMMU, "
                "nvidia-peermem and the memlock ulimit."}.get(int(status) if status is not None else -1,
                                                              "Find the node that reported first and check its "
-                                                             "links and HCA health (ibstat, ibv_devinfo).")
+                                                             "links and HCA health (ibstat, ibv_devinfo, fi_info).")
     cited = rows.unique(["host", "pid", "status"], keep="first", maintain_order=True).head(8)
     return [make("ib-error", "error", title,
                  "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
@@ -150,7 +177,21 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
 
 def _cuda_rows(ctx: Context) -> pl.DataFrame:
     w = _live(ctx).filter(pl.col("family").is_in(["cuda", "oom"]))
-    return w.filter(~_is_nvls())
+    return w.filter(~_is_nvls()).join(_nvls_trailed(ctx, w), on=["path", "line"], how="anti")
+
+
+def _thread_key(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(pl.col("host").fill_null(""), pl.col("pid").fill_null(-1), pl.col("tid").fill_null(-1))
+
+
+def _nvls_trailed(ctx: Context, warns: pl.DataFrame) -> pl.DataFrame:
+    """(path, line) of CUDA WARNs whose own error trail (the next trail line of the same thread) starts in
+    nvls.cc: an NVLS failure even when the WARN's source location was stripped from the paste."""
+    keys = ["path", "host", "pid", "tid"]
+    trail = _thread_key(ctx.logs.trail).select(*keys, pl.col("line").alias("t_line"), "src_file").sort("t_line")
+    w = _thread_key(warns).select(*keys, "line").sort("line")
+    nxt = w.join_asof(trail, left_on="line", right_on="t_line", by=keys, strategy="forward", check_sortedness=False)
+    return nxt.filter(pl.col("src_file").fill_null("").str.contains("nvls")).select("path", "line")
 
 
 def _is_nvls() -> pl.Expr:
@@ -163,8 +204,10 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     """`Cuda failure [N] '<msg>'`, `Failed to CUDA calloc`, or, with no such WARN, an `unhandled cuda error`
     in a torch/XLA/nccl-tests message or an error trail whose codes are 1 (ncclUnhandledCudaError).
     NVLS (nvls.cc) CUDA failures go to nvls-failure. Error; out-of-memory is named as such."""
+    if not (ctx.logs.warnings.height or ctx.logs.trail.height or ctx.logs.torch.height or ctx.logs.unknown.height):
+        return []
     rows = _cuda_rows(ctx)
-    if rows.is_empty():
+    if rows.is_empty() and _nvls_rows(ctx).is_empty():  # an NVLS failure explains a bare 'unhandled cuda error'
         rows = _unhandled_cuda_mentions(ctx)
     if rows.is_empty():
         return []
@@ -239,11 +282,7 @@ def nvls_failure(ctx: Context) -> Iterable[Finding]:
     """A CUDA failure in transport/nvls.cc (`Cuda failure 401|1|801 …`), the 2.29+ `Failed to bind NVLink
     SHARP (NVLS) Multicast memory` text, or an error trail through nvls.cc. Error. `NVLS multicast support
     is not available` alone is benign (no NVSwitch)."""
-    w = _live(ctx).filter(_is_nvls() & (pl.col("family").is_in(["nvls", "cuda", "oom", "other"]) | (pl.col("level") == "WARN")))
-    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(r"NVLink SHARP|NVLS"))
-    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"Failed to bind NVLink SHARP"))
-    trail = ctx.logs.trail.filter(pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0))
-    rows = cite(w, torch, unk, trail.unique(["path", "host", "pid"], keep="first", maintain_order=True))
+    rows = _nvls_rows(ctx)
     if rows.is_empty():
         return []
     return [make("nvls-failure", "error", f"NVLink SHARP (NVLS) multicast setup failed, first {_who(rows.sort('line').head(1), ctx)}",
@@ -252,3 +291,14 @@ def nvls_failure(ctx: Context) -> Iterable[Finding]:
                  "Reboot the node (or restart nvidia-fabricmanager with no GPU processes running) and load "
                  "nvidia-caps-imex-channels; NCCL_NVLS_ENABLE=0 avoids NVLS as a workaround.",
                  rows.unique(["path", "line"], maintain_order=True).sort(["path", "line"]).head(8), ctx)]
+
+
+def _nvls_rows(ctx: Context) -> pl.DataFrame:
+    live = _live(ctx)
+    w = live.filter(_is_nvls() & (pl.col("family").is_in(["nvls", "cuda", "oom", "other"]) | (pl.col("level") == "WARN")))
+    w = pl.concat([w, live.join(_nvls_trailed(ctx, live.filter(pl.col("family").is_in(["cuda", "oom"]))),
+                                on=["path", "line"])])
+    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(r"NVLink SHARP|NVLS"))
+    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"Failed to bind NVLink SHARP"))
+    trail = ctx.logs.trail.filter(pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0))
+    return cite(w, torch, unk, trail.unique(["path", "host", "pid"], keep="first", maintain_order=True))

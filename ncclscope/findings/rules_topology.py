@@ -118,6 +118,10 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     """Error when the same global rank (≥2-rank communicators) shows up on two hosts, when ≥2 hosts each
     report `nNodes 1`, or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`
     WARN: the launcher started independent jobs (wrong num_nodes/world size, nccl-tests without MPI)."""
+    root = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(
+        r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch"))
+    if ctx.logs.inits.is_empty() and root.is_empty():
+        return []
     inits = init_rows(ctx.logs.inits).filter(pl.col("nranks") >= 2)
     wkey, _ = world_key(_comms(inits))
     world = inits.filter(pl.col("comm_key") == wkey) if wkey else inits
@@ -126,8 +130,6 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     dup = inits.join(by_size.filter(pl.col("n_hosts") > 1).select("nranks", "rank"), on=["nranks", "rank"])
     one_node = world.filter((pl.col("nnodes") == 1) & (pl.col("host") != ""))
     lonely = one_node if one_node["host"].n_unique() > 1 else one_node.clear()
-    root = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(
-        r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch"))
     rows = cite(first_per(dup, ["host", "rank"]), first_per(lonely, ["host"]), root)
     if rows.is_empty():
         return []
@@ -172,6 +174,8 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     """Ranks with `Init START` but no `Init COMPLETE` for the same communicator. Error when other ranks
     of that communicator completed (those ranks are stuck or failed in init); warning when none did
     (the excerpt may simply end before COMPLETE)."""
+    if ctx.logs.inits.filter(pl.col("phase") == "start").is_empty():
+        return []
     inits = init_rows(ctx.logs.inits)
     start = inits.filter(pl.col("phase") == "start")
     done = inits.filter(pl.col("phase") == "complete").select("comm_key", "rank").unique()
