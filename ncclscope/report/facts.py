@@ -183,6 +183,29 @@ def printable(text: str, limit: int = 500) -> str:
     return t if len(t) <= limit else t[:limit] + " …"
 
 
+HANG_COLUMNS = [
+    "rank",
+    "host",
+    "group",
+    "last_op",
+    "last_op_count",
+    "timed_out_seq",
+    "last_enqueued",
+    "last_completed",
+]
+
+
+def hang_flag(row: dict[str, Any]) -> str:
+    """What the hang table says about a rank, in words."""
+    if row.get("culprit"):
+        return "culprit"
+    if row.get("behind"):
+        return "behind"
+    if row.get("silent"):
+        return "no lines"
+    return "detected the timeout" if row.get("detector") else ""
+
+
 def ranks_summary(ranks: list[int], limit: int = 24) -> str:
     """`0-7, 9, 12` for a sorted list of ranks (capped)."""
     spans: list[str] = []

@@ -15,7 +15,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from ncclscope.report.facts import printable, ranks_summary
+from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 
 MAX_EVIDENCE = 50
 REDACTED_NOTE = (
@@ -159,12 +159,12 @@ def hang_html(doc: dict[str, Any]) -> str:
     rows = doc["hang"]
     if not rows:
         return ""
-    cols = ["rank", "host", "last_op", "last_op_count", "last_enqueued", "last_completed"]
+    cols = [c for c in HANG_COLUMNS if any(r[c] is not None for r in rows)]
     head = "".join(f"<th>{c}</th>" for c in cols) + "<th></th>"
     body = "".join(
         f"<tr{' class=behind' if r['behind'] else ''}>"
         + "".join(f"<td>{e(_cell(r[c]))}</td>" for c in cols)
-        + f'<td class="flag">{"behind" if r["behind"] else ("no lines" if r["silent"] else "")}</td></tr>'
+        + f'<td class="flag">{e(hang_flag(r))}</td></tr>'
         for r in rows[:MAX_ROWS]
     )
     return f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'

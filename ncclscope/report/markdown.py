@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ncclscope.report.facts import printable, ranks_summary
+from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 
 MAX_EVIDENCE = 20
 MAX_ROWS = 64
@@ -159,10 +159,9 @@ def _hang(doc: dict[str, Any]) -> list[str]:
     rows = doc["hang"]
     if not rows:
         return []
-    cols = ["rank", "host", "last_op", "last_op_count", "last_enqueued", "last_completed"]
+    cols = [c for c in HANG_COLUMNS if any(r[c] is not None for r in rows)]
     body = [
-        [text(_cell(r[c])) for c in cols]
-        + ["**behind**" if r["behind"] else ("no lines" if r["silent"] else "")]
+        [text(_cell(r[c])) for c in cols] + [f"**{hang_flag(r)}**" if r["behind"] else hang_flag(r)]
         for r in rows[:MAX_ROWS]
     ]
     out = ["## Hang view: how far each rank got", ""] + _table(cols + [""], body)

@@ -1,7 +1,8 @@
-"""Report stage, hang view: how far each rank got (last NCCL opCount, PyTorch work sequence numbers).
+"""Report stage, hang view: how far each rank got, one row per rank, for tables and the hang figure.
 
-A pure function of the log frames; ranks behind the most advanced one, and ranks of the world
-communicator that printed nothing of the kind, are marked.
+The per-rank facts come from the hang analysis (`ncclscope.align.hang`: PyTorch watchdog / PG
+status lines, Flight Recorder dumps, NCCL COLL opCounts); this module only picks the group to
+show (the one the hang verdict names, else the largest) and marks who is behind.
 """
 
 from __future__ import annotations
@@ -13,96 +14,121 @@ import polars as pl
 HANG_SCHEMA: dict[str, Any] = {
     "rank": pl.Int64,
     "host": pl.Utf8,
+    "group": pl.Utf8,  # process group (PyTorch) shown
     "last_op": pl.Utf8,
-    "last_op_count": pl.Int64,
+    "last_op_count": pl.Int64,  # NCCL opCount of the last COLL line (world communicator)
+    "timed_out_seq": pl.Int64,
     "last_enqueued": pl.Int64,
-    "last_started": pl.Int64,
     "last_completed": pl.Int64,
-    "timeout_seq": pl.Int64,
-    "behind": pl.Boolean,
-    "silent": pl.Boolean,
+    "detector": pl.Boolean,  # first to detect the timeout (dump signal)
+    "culprit": pl.Boolean,  # named by the hang verdict
+    "behind": pl.Boolean,  # below the most advanced rank, or a culprit
+    "silent": pl.Boolean,  # a rank of the group that printed nothing about its progress
     "path": pl.Utf8,
     "line": pl.Int64,
 }
+_HANG_IDS = ("collective-hang", "rank-exited", "collective-mismatch")
 
 
-def _rank_of_rows(df: pl.DataFrame, ranks: pl.DataFrame) -> pl.DataFrame:
-    """Add `grank`: the global rank that printed each row, via (host, pid[, GPU]); else the launcher tag."""
-    r = ranks.filter(pl.col("pid").is_not_null() & pl.col("rank").is_not_null()).select(
-        pl.col("host").fill_null(""), "pid", "cuda_dev", "rank"
+def _verdict_group(findings: Any) -> tuple[str | None, set[int], int | None]:
+    """(group named by the hang verdict, culprit ranks, group size) from the hang findings."""
+    group, size, culprits = None, None, set()
+    for f in findings:
+        if f.id in _HANG_IDS:
+            culprits |= set(f.ranks)
+            group = group or (str(f.metrics["communicator"]) if f.metrics.get("communicator") else None)
+            gs = f.metrics.get("group_size")
+            size = size or (gs if isinstance(gs, int) else None)
+    return group, culprits, size
+
+
+def _torch_part(progress: pl.DataFrame, group: str | None) -> pl.DataFrame:
+    if progress.is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int64, "group": pl.Utf8})
+    groups = (
+        progress.group_by("group")
+        .agg(pl.col("rank").n_unique().alias("n"))
+        .sort(["n", "group"], descending=True)
     )
-    r = r.with_columns(n=pl.len().over("host", "pid"))
-    one = r.filter(pl.col("n") == 1).select("host", "pid", pl.col("rank").alias("_r1"))
-    many = r.filter(pl.col("n") > 1).select("host", "pid", "cuda_dev", pl.col("rank").alias("_r2"))
-    out = df.with_columns(pl.col("host").fill_null("")).join(one, on=["host", "pid"], how="left")
-    out = out.join(many, on=["host", "pid", "cuda_dev"], how="left", nulls_equal=False)
-    return out.with_columns(grank=pl.coalesce("_r1", "_r2", "rank_hint")).drop("_r1", "_r2")
-
-
-def _last_coll(logs: Any, ranks: pl.DataFrame) -> pl.DataFrame:
-    colls = logs.collectives.filter(pl.col("op_count").is_not_null())
-    if colls.is_empty():
-        return pl.DataFrame(
-            schema={
-                "rank": pl.Int64,
-                "last_op": pl.Utf8,
-                "last_op_count": pl.Int64,
-                "path": pl.Utf8,
-                "line": pl.Int64,
-            }
-        )
-    # Several communicators: follow the largest (the world), whose opCounts line up across ranks.
-    world = colls["nranks"].max()
-    if world is not None:
-        colls = colls.filter(pl.col("nranks") == world)
-    colls = _rank_of_rows(colls, ranks).filter(pl.col("grank").is_not_null())
-    last = colls.sort("op_count", "line").group_by("grank").agg(pl.all().last())
-    return last.select(
-        pl.col("grank").alias("rank"),
-        pl.col("op").alias("last_op"),
-        pl.col("op_count").alias("last_op_count"),
-        "path",
-        "line",
+    pick = group if group in set(groups["group"].to_list()) else groups["group"][0]
+    rows = progress.filter((pl.col("group") == pick) & pl.col("rank").is_not_null()).sort(
+        "line", nulls_last=True
+    )
+    return rows.group_by("rank").agg(
+        pl.col("group").first(),
+        pl.col("op").drop_nulls().first().alias("_op"),
+        pl.col("timed_out_seq").min(),
+        pl.col("enqueued").max().alias("last_enqueued"),
+        pl.col("completed").max().alias("last_completed"),
+        pl.col("detector").any(),
+        pl.col("path").first().alias("_tpath"),
+        pl.col("line").first().alias("_tline"),
     )
 
 
-def _last_torch(logs: Any) -> pl.DataFrame:
-    t: pl.DataFrame = logs.torch.filter(pl.col("rank").is_not_null())
-    return t.group_by("rank").agg(
-        pl.col("last_enqueued").max(),
-        pl.col("last_started").max(),
-        pl.col("last_completed").max(),
-        pl.col("seq").filter(pl.col("kind") == "watchdog_timeout").max().alias("timeout_seq"),
-        pl.col("path").first().alias("t_path"),
-        pl.col("line").first().alias("t_line"),
+def _coll_part(coll: pl.DataFrame) -> pl.DataFrame:
+    if coll.is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int64})
+    # The world communicator (most ranks) is the one whose opCounts line up across all ranks.
+    world = coll.sort(["nranks", "n_coll"], descending=True, nulls_last=True)["comm"][0]
+    rows = coll.filter((pl.col("comm") == world) & pl.col("rank").is_not_null())
+    return rows.group_by("rank").agg(
+        pl.col("last_op").last(),
+        pl.col("last_op_count").max(),
+        pl.col("path").first(),
+        pl.col("line").first(),
     )
 
 
 def hang(s: Any) -> pl.DataFrame:
     """Per rank: the last collective (NCCL opCount) and PyTorch work sequence numbers it reached.
 
-    `behind` marks ranks whose last opCount / enqueued sequence is below the most advanced rank's;
-    `silent` marks ranks of the world communicator that printed nothing of the kind.
+    `behind` marks ranks below the most advanced rank (or named by the hang verdict); `silent`
+    marks ranks of the group that printed nothing of the kind.
     """
-    coll, torch = _last_coll(s.logs, s.ranks), _last_torch(s.logs)
-    if coll.is_empty() and torch.is_empty():
+    from ncclscope.align.hang_verdict import analyze_hang
+
+    rep = analyze_hang(s.logs, s.flight)
+    group, culprits, size = _verdict_group(s.findings)
+    torch, coll = _torch_part(rep.progress, group), _coll_part(rep.coll)
+    if torch.is_empty() and coll.is_empty():
         return pl.DataFrame(schema=HANG_SCHEMA)
-    df = coll.join(torch, on="rank", how="full", coalesce=True)
-    nranks = s.comms["nranks"].max() if "nranks" in s.comms.columns and s.comms.height else None
-    if isinstance(nranks, int) and nranks <= 4096:
-        df = pl.DataFrame({"rank": list(range(nranks))}, schema={"rank": pl.Int64}).join(
+    df = coll.join(torch, on="rank", how="full", coalesce=True) if coll.height else torch
+    size = size or _world_size(s, rep.coll)
+    if size and size <= 4096:
+        df = pl.DataFrame({"rank": range(size)}, schema={"rank": pl.Int64}).join(
             df, on="rank", how="full", coalesce=True
         )
-    hosts = (
-        s.ranks.filter(pl.col("rank").is_not_null()).group_by("rank").agg(pl.col("host").drop_nulls().first())
+    df = df.join(_hosts(s.ranks), on="rank", how="left")
+    return _flags(df, culprits)
+
+
+def _world_size(s: Any, coll: pl.DataFrame) -> int | None:
+    sizes = [x for x in (coll["nranks"].max() if coll.height else None,) if isinstance(x, int)]
+    return max(sizes) if sizes else None
+
+
+def _hosts(ranks: pl.DataFrame) -> pl.DataFrame:
+    return (
+        ranks.filter(pl.col("rank").is_not_null()).group_by("rank").agg(pl.col("host").drop_nulls().first())
     )
-    df = df.join(hosts, on="rank", how="left")
-    behind = pl.lit(False)
+
+
+def _flags(df: pl.DataFrame, culprits: set[int]) -> pl.DataFrame:
+    for c, t in HANG_SCHEMA.items():
+        if c not in df.columns and not c.startswith("_"):
+            df = df.with_columns(pl.lit(None, dtype=t).alias(c))
+    behind = pl.col("rank").is_in(sorted(culprits))
     for c in ("last_op_count", "last_enqueued", "last_completed"):
         behind = behind | (pl.col(c) < pl.col(c).max()).fill_null(False)
-    progress = ["last_op_count", "last_enqueued", "last_started", "last_completed", "timeout_seq"]
-    silent = pl.all_horizontal(pl.col(c).is_null() for c in progress)
+    progress = ["last_op_count", "timed_out_seq", "last_enqueued", "last_completed"]
     df = df.with_columns(
-        behind=behind, silent=silent, path=pl.coalesce("path", "t_path"), line=pl.coalesce("line", "t_line")
+        last_op=pl.coalesce("last_op", *(["_op"] if "_op" in df.columns else [])),
+        path=pl.coalesce("path", *(["_tpath"] if "_tpath" in df.columns else [])),
+        line=pl.coalesce("line", *(["_tline"] if "_tline" in df.columns else [])),
+        culprit=pl.col("rank").is_in(sorted(culprits)),
+        behind=behind,
+        silent=pl.all_horizontal(pl.col(c).is_null() for c in progress),
+        detector=pl.col("detector").fill_null(False),
     )
     return df.select(list(HANG_SCHEMA)).cast(HANG_SCHEMA).sort("rank")  # type: ignore[arg-type]
