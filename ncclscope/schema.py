@@ -345,6 +345,18 @@ ALIGNED_COLLECTIVES: Schema = {
     "busbw_gbps": pl.Float64,
 }
 
+# One row per matching group of the aligned traces, joined to the log's communicator where the
+# PyTorch process-group name was mapped to one (`created ncclComm_ 0x…` watchdog lines).
+TRACE_GROUPS: Schema = {
+    "group": pl.Utf8,  # "pg <name>" | "stream <id>" | "gloo"
+    "pg_name": pl.Utf8,
+    "pg_desc": pl.Utf8,
+    "collectives": pl.Int64,
+    "ranks": pl.Int64,
+    "comm_key": pl.Utf8,  # COMMS.comm_key when the logs name this PG's communicator, else null
+    "comm_nranks": pl.Int64,
+}
+
 # Clock offset per host (or per rank when hosts are unknown), from collective completions.
 CLOCK_OFFSETS: Schema = {
     "basis": pl.Utf8,  # "host" | "rank"

@@ -53,7 +53,7 @@ def analyze(
     trace_inputs = [*inputs.traces, *trace_paths]
     traces = parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress) if trace_inputs else None
     # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
-    aligned = align.align_traces(traces, ranks=ranks) if traces is not None else None
+    aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
     flight = parse.read_flight(inputs.dumps) if inputs.dumps else None
     ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight)
     findings = tuple(run_rules(ctx))

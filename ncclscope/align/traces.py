@@ -8,7 +8,7 @@ Arrival is the kernel start (the rank is ready), corrected for its clock's offse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -28,6 +28,7 @@ class AlignedCollectives:
     clock: pl.DataFrame  # CLOCK_OFFSETS
     n_ranks: int
     notes: tuple[str, ...] = ()
+    groups: pl.DataFrame = field(default_factory=lambda: S.empty(S.TRACE_GROUPS))
 
     @property
     def n_aligned(self) -> int:
@@ -116,8 +117,13 @@ def _summarise(c: pl.DataFrame, world: int) -> pl.DataFrame:
     return S.conform(agg.sort("first_arrival_us"), S.ALIGNED_COLLECTIVES)
 
 
-def align_traces(traces: object, *, ranks: pl.DataFrame | None = None) -> AlignedCollectives | None:
-    """Line up `TraceFrames.collectives` across ranks; `ranks` (schema.RANKS, from logs) fills in hosts."""
+def align_traces(traces: object, *, ranks: pl.DataFrame | None = None,
+                 comms: pl.DataFrame | None = None) -> AlignedCollectives | None:
+    """Line up `TraceFrames.collectives` across ranks.
+
+    From the logs, when given: `ranks` (schema.RANKS) fills in hosts by global rank, and `comms`
+    (schema.COMMS) names the communicator behind each process group.
+    """
     coll = getattr(traces, "collectives", None)
     tr = getattr(traces, "ranks", None)
     if coll is None or tr is None:
@@ -143,8 +149,18 @@ def align_traces(traces: object, *, ranks: pl.DataFrame | None = None) -> Aligne
     per = _per_rank(c)
     colls = _summarise(per, world)
     per = S.conform(per, S.ALIGNED_RANKS).sort("coll_id", "rank")
-    return AlignedCollectives(per_rank=per, collectives=colls, clock=clock,
-                              n_ranks=tr["rank"].n_unique(), notes=notes)
+    return AlignedCollectives(per_rank=per, collectives=colls, clock=clock, n_ranks=tr["rank"].n_unique(),
+                              notes=notes, groups=_groups(c, comms))
+
+
+def _groups(c: pl.DataFrame, comms: pl.DataFrame | None) -> pl.DataFrame:
+    g = c.group_by("group").agg(pl.col("pg_name").first(), pl.col("pg_desc").first(),
+                                pl.col("coll_id").n_unique().alias("collectives"), pl.col("rank").n_unique().alias("ranks"))
+    if comms is not None and not comms.is_empty() and "pg_name" in comms.columns:
+        logs = comms.filter(pl.col("pg_name").is_not_null()).group_by("pg_name").agg(
+            pl.col("comm_key").first(), pl.col("nranks").first().alias("comm_nranks"))
+        g = g.join(logs, on="pg_name", how="left")
+    return S.conform(g.sort("group"), S.TRACE_GROUPS)
 
 
 def _p2p_note(coll: pl.DataFrame) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from ncclscope.errors import TraceError
 Loose = int | float | str | list[Any] | None
 
 
-class _Args(msgspec.Struct):
+class _Args(msgspec.Struct, gc=False):
     external_id: int | None = msgspec.field(name="External id", default=None)
     correlation: int | None = None
     coll: Loose = msgspec.field(name="Collective name", default=None)
@@ -38,7 +38,7 @@ class _Args(msgspec.Struct):
     input_type: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw())
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 from trace_fixtures import DLRM, SAMPLES, load, nccl_kernels
@@ -80,3 +82,19 @@ def test_bus_factors() -> None:
 
 def test_no_traces_gives_none() -> None:
     assert align_traces(None) is None
+
+
+def test_hosts_from_logs_drive_the_clock_and_pgs_join_communicators(tmp_path: Path) -> None:
+    """Traces without host names; the logs' RANKS table says which host each rank is on."""
+    import trace_fixtures as F
+
+    from ncclscope import schema as S
+
+    shifted = F.shift_clock(F.b200_set(n_colls=6), {4, 5, 6, 7}, 12_000.0)
+    t = read_traces([str(F.write_set(shifted, tmp_path))])
+    ranks = S.conform(pl.DataFrame({"rank": list(range(8)), "host": ["a"] * 4 + ["b"] * 4}), S.RANKS)
+    comms = S.conform(pl.DataFrame({"comm_key": ["c3"], "nranks": [8], "pg_name": ["3"]}), S.COMMS)
+    a = align_traces(t, ranks=ranks, comms=comms)
+    assert a is not None and a.clock["basis"][0] == "host"
+    assert a.clock.filter(pl.col("host") == "b")["offset_us"][0] == pytest.approx(12_000, abs=1)
+    assert a.groups.select("group", "comm_key", "comm_nranks").row(0) == ("pg 3", "c3", 8)

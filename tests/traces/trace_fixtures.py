@@ -51,7 +51,8 @@ def load_dlrm() -> dict[int, Trace]:
 def write_set(traces: dict[int, Trace], folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for rank, t in traces.items():
-        (folder / f"rank{rank}.json").write_bytes(msgspec.json.encode(t))
+        # Kineto's layout (one item per line, a space after ':'); HTA finds the rank with r'"rank":\s+(\d+)'.
+        (folder / f"rank{rank}.json").write_bytes(msgspec.json.format(msgspec.json.encode(t), indent=1))
     return folder
 
 
