@@ -94,14 +94,15 @@ def collective_mismatch(ctx: Context) -> Iterable[Finding]:
 @rule("rank-exited", "error", "A rank's log ends with a crash while the others wait", "hang")
 def rank_exited(ctx: Context) -> Iterable[Finding]:
     """A rank whose log ends with a crash (segfault, OOM, CUDA error, killed) and that printed no
-    watchdog line of its own: it died first, and the other ranks' timeouts are its echo. A log that
-    ends mid-line (no final newline) is reported as a warning: the writer was killed mid-write."""
+    watchdog line of its own: it died first, and the other ranks' timeouts are its echo. When a
+    collective is stuck, a log that ends mid-line (no final newline) is reported as a warning: the
+    writer was killed mid-write."""
     rep = hang_report(ctx)
     for r, e in rep.exited:
         yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: its log ends with a crash",
                       why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e,), metrics={"rank": r})
     ends = rep.ends if rep.ends is not None else pl.DataFrame()
-    if ends.height:
+    if ends.height and rep.verdicts:  # pasted excerpts often lack a final newline: only say so in a hang
         for row in ends.filter(pl.col("mid_line")).iter_rows(named=True):
             who = f"rank {row['rank']}" if row["rank"] is not None else "a process"
             yield Finding(id="rank-exited", severity="warning", title=f"The log of {who} ends mid-line",
