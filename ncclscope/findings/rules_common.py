@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -73,12 +74,21 @@ def hosts_of(df: pl.DataFrame) -> tuple[str, ...]:
 
 
 def make(rule_id: str, severity: Severity, title: str, why: str, fix: str, rows: pl.DataFrame,
-         ctx: Context, *, ordered: bool = False, metrics: dict[str, object] | None = None) -> Finding:
-    """A finding whose ranks, hosts and evidence come from `rows` (any ORIGIN-carrying table)."""
+         ctx: Context, *, ordered: bool = False, metrics: dict[str, object] | None = None,
+         named_ranks: Sequence[int] = ()) -> Finding:
+    """A finding whose ranks, hosts and evidence come from `rows` (any ORIGIN-carrying table);
+    `named_ranks` adds ranks that the cited messages name themselves."""
     ev = ordered_evidence(rows) if ordered else evidence(rows)
+    ranks = tuple(sorted(set(ranks_of(rows, ctx.ranks)) | set(named_ranks)))
     return Finding(id=rule_id, severity=severity, title=title, why=why, fix=fix,
-                   ranks=ranks_of(rows, ctx.ranks), hosts=hosts_of(rows), evidence=ev,
-                   metrics=dict(metrics or {}))
+                   ranks=ranks, hosts=hosts_of(rows), evidence=ev, metrics=dict(metrics or {}))
+
+
+def where(row: pl.DataFrame, ctx: Context) -> str:
+    """'on <host> rank <r>' for the first row, or '<file>:<line>' when the line names no process."""
+    r = with_rank(row, ctx.ranks).row(0, named=True)
+    parts = [f"on {r['host']}" if r.get("host") else "", f"rank {r['grank']}" if r.get("grank") is not None else ""]
+    return " ".join(p for p in parts if p) or f"in {Path(r['path'] or '').name}:{r['line']}"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import CITE, cite, make, norm_host, with_rank
+from ncclscope.findings.rules_common import CITE, cite, make, norm_host, where, with_rank
 from ncclscope.records import Finding, Severity
 
 ECHO = (r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
@@ -80,8 +80,9 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     only unexhausted retries are seen."""
     if ctx.logs.warnings.is_empty() and ctx.logs.trail.is_empty():
         return []
-    lines = _echo_lines(ctx).select(*CITE, pl.col("cls").cast(pl.Int32), silent=pl.lit(False))
-    silent = _silent_trails(ctx).select(*CITE, cls=pl.lit(0, dtype=pl.Int32), silent=pl.lit(True))
+    lines = _echo_lines(ctx).select(*CITE, pl.col("cls").cast(pl.Int32), "message", silent=pl.lit(False))
+    silent = _silent_trails(ctx).select(*CITE, cls=pl.lit(0, dtype=pl.Int32), message=pl.lit(None, dtype=pl.Utf8),
+                                        silent=pl.lit(True))
     rows = pl.concat([lines, silent], how="vertical_relaxed")
     if rows.is_empty():
         return []
@@ -96,8 +97,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     else:
         sev = "warning"
     what = ("socket/bootstrap failure inferred from the error trail (no WARN printed)" if first["silent"]
-            else (first["text"] or "").strip()[:140])
-    title = f"Connection failure, first {_who(rows.head(1), ctx)}: {what}"
+            else (first["message"] or first["text"] or "").strip()[:140])
+    title = f"Connection failure, first {where(rows.head(1), ctx)}: {what}"
     if sev == "warning" and others.height:
         title = f"Connections closed as a consequence of an earlier {others['family'][0]} error"
     peers = rows.filter(pl.col("cls") == 3).select("host", "pid").unique().height
@@ -113,12 +114,6 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
                  "Diagnose the first failing host/rank: its own log (segfault, OOM killer, CUDA error), the "
                  "firewall and routes between nodes (ports NCCL opens are ephemeral), MASTER_ADDR and "
                  "NCCL_SOCKET_IFNAME.", cited, ctx, ordered=True)]
-
-
-def _who(row: pl.DataFrame, ctx: Context) -> str:
-    r = with_rank(row, ctx.ranks).row(0, named=True)
-    parts = [f"on {r['host']}" if r.get("host") else "", f"rank {r['grank']}" if r.get("grank") is not None else ""]
-    return " ".join(p for p in parts if p) or f"in {r['path']}:{r['line']}"
 
 
 def _ib_rows(ctx: Context) -> pl.DataFrame:
@@ -157,9 +152,9 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     elif first["family"] == "ofi_completion":
         title = f"Network completion error from the OFI plugin: {first['message']}"[:160]
     elif status is None:
-        title = f"IB completion error, first {_who(rows.head(1), ctx)}"
+        title = f"IB completion error, first {where(rows.head(1), ctx)}"
     else:
-        title = f"IB completion error status {status} ({meaning}) first {_who(rows.head(1), ctx)}"
+        title = f"IB completion error status {status} ({meaning}) first {where(rows.head(1), ctx)}"
     statuses = sorted({int(v) for v in w["status"].drop_nulls().to_list()})
     hint = {12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
                 "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
@@ -211,11 +206,10 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
         rows = _unhandled_cuda_mentions(ctx)
     if rows.is_empty():
         return []
-    msgs = rows["message"].fill_null("").str.to_lowercase() if "message" in rows.columns else pl.Series([""])
-    oom = bool(msgs.str.contains("out of memory|calloc|malloc").any()) or bool(
+    oom = bool(rows["text"].fill_null("").str.contains(r"(?i)out of memory|CUDA calloc|cudaMalloc").any()) or bool(
         (rows["family"] == "oom").any() if "family" in rows.columns else False)
     first = rows.sort(["ts_us", "path", "line"], nulls_last=True).head(1)
-    title = ("CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL") + f", first {_who(first, ctx)}"
+    title = ("CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL") + f", first {where(first, ctx)}"
     why = ("NCCL allocates its buffers lazily (first collective on a communicator, P2P connection setup); when "
            "the GPU is already full NCCL is the victim, not the cause." if oom else
            "A CUDA call NCCL made failed; the communicator is unusable and every rank waiting on this one errors "
@@ -246,7 +240,7 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     rows = _live(ctx).filter(pl.col("family") == "shm")
     if rows.is_empty():
         return []
-    return [make("shm-exhausted", "error", f"NCCL could not create its shared-memory segments, first {_who(rows.head(1), ctx)}",
+    return [make("shm-exhausted", "error", f"NCCL could not create its shared-memory segments, first {where(rows.head(1), ctx)}",
                  "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
                  "Docker's default /dev/shm is 64 MB, far too small.",
                  "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
@@ -269,12 +263,16 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     rows = cite(w, same)
     if rows.is_empty():
         return []
-    return [make("duplicate-gpu", "error", "Several ranks were bound to the same GPU",
+    named = w["message"].fill_null("").str.extract_all(r"rank (\d+)").explode().str.extract(r"(\d+)", 1)
+    devices = sorted(set(w["message"].fill_null("").str.extract(r"CUDA device ([0-9a-fA-F]+)", 1).drop_nulls().to_list()))
+    title = "Several ranks were bound to the same GPU" + (f" (busId {', '.join(devices)})" if devices else "")
+    return [make("duplicate-gpu", "error", title,
                  "Each rank must own its GPU; here two ranks resolved to one device, so NCCL refuses to build the "
                  "communicator (ncclInvalidUsage).",
                  "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
                  "per process and the launcher's --local_rank / --gpus settings.",
-                 rows.unique(["path", "line"], maintain_order=True).head(10), ctx)]
+                 rows.unique(["path", "line"], maintain_order=True).head(10), ctx,
+                 named_ranks=[int(v) for v in named.drop_nulls().to_list()])]
 
 
 @rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors")
@@ -285,7 +283,7 @@ def nvls_failure(ctx: Context) -> Iterable[Finding]:
     rows = _nvls_rows(ctx)
     if rows.is_empty():
         return []
-    return [make("nvls-failure", "error", f"NVLink SHARP (NVLS) multicast setup failed, first {_who(rows.sort('line').head(1), ctx)}",
+    return [make("nvls-failure", "error", f"NVLink SHARP (NVLS) multicast setup failed, first {where(rows.sort('line').head(1), ctx)}",
                  "NVLS needs a healthy Fabric Manager / NVSwitch state; this usually happens when the fabric "
                  "manager was restarted while processes held NVLS resources, or IMEX channels are missing.",
                  "Reboot the node (or restart nvidia-fabricmanager with no GPU processes running) and load "

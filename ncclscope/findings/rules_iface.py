@@ -76,8 +76,14 @@ def iface_virtual(ctx: Context) -> Iterable[Finding]:
     if rows.is_empty() and peers.is_empty():
         return []
     cited = cite(rows, peers)
-    names = sorted({n for n in rows["iface"].drop_nulls().to_list()})
-    what = ", ".join(names) if names else "a Docker-bridge (172.17.x) address"
+    name, addr = pl.col("iface").fill_null("?"), pl.col("address").fill_null("")
+    desc = (pl.when(name.str.contains(VIRTUAL_IFACE)).then(name)
+            .when(addr.str.contains(LINK_LOCAL)).then(pl.concat_str([name, pl.lit(" (link-local address)")]))
+            .otherwise(pl.concat_str([name, pl.lit(" ("), addr, pl.lit(", Docker bridge)")])))
+    names = sorted(set(rows.select(desc.alias("d"))["d"].to_list()))
+    if peers.height:
+        names.append("peer " + ", ".join(sorted(set(peers["peer"].drop_nulls().to_list()))) + " (Docker bridge)")
+    what = ", ".join(names)
     shape = job_shape(ctx)
     sev: Severity = "error" if (shape.multi_node or _failed(ctx) or not peers.is_empty()) else "warning"
     return [make("iface-virtual", sev, f"NCCL advertises a virtual or unroutable interface: {what}",
