@@ -436,7 +436,7 @@ def empty(schema: Schema) -> pl.DataFrame:
 def conform(df: pl.DataFrame, schema: Schema) -> pl.DataFrame:
     """Add missing columns as nulls, cast to the declared dtypes and order columns as declared."""
     cols = [
-        (pl.col(n).cast(t) if n in df.columns else pl.lit(None, dtype=t).alias(n))  # type: ignore[arg-type]
+        (pl.col(n).cast(t) if n in df.columns else pl.lit(None, dtype=t).alias(n))
         for n, t in schema.items()
     ]
     return df.select(cols)
