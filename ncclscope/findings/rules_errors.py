@@ -99,6 +99,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     what = ("socket/bootstrap failure inferred from the error trail (no WARN printed)" if first["silent"]
             else (first["message"] or first["text"] or "").strip()[:140])
     title = f"Connection failure, first {where(rows.head(1), ctx)}: {what}"
+    if first["cls"] == 3:  # the earliest line is already an echo: the peer itself failed first
+        title = f"A peer went away (crash, OOM kill, preemption?), first seen {where(rows.head(1), ctx)}: {what}"
     if sev == "warning" and others.height:
         title = f"Connections closed as a consequence of an earlier {others['family'][0]} error"
     peers = rows.filter(pl.col("cls") == 3).select("host", "pid").unique().height
@@ -202,7 +204,8 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     if not (ctx.logs.warnings.height or ctx.logs.trail.height or ctx.logs.torch.height or ctx.logs.unknown.height):
         return []
     rows = _cuda_rows(ctx)
-    if rows.is_empty() and _nvls_rows(ctx).is_empty():  # an NVLS failure explains a bare 'unhandled cuda error'
+    code_only = rows.is_empty()
+    if code_only and _nvls_rows(ctx).is_empty():  # an NVLS failure explains a bare 'unhandled cuda error'
         rows = _unhandled_cuda_mentions(ctx)
     if rows.is_empty():
         return []
@@ -210,6 +213,8 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
         (rows["family"] == "oom").any() if "family" in rows.columns else False)
     first = rows.sort(["ts_us", "path", "line"], nulls_last=True).head(1)
     title = ("CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL") + f", first {where(first, ctx)}"
+    if code_only and not oom:
+        title = f"NCCL reported an unhandled CUDA error {where(first, ctx)} (the failing CUDA call is not in the evidence)"
     why = ("NCCL allocates its buffers lazily (first collective on a communicator, P2P connection setup); when "
            "the GPU is already full NCCL is the victim, not the cause." if oom else
            "A CUDA call NCCL made failed; the communicator is unusable and every rank waiting on this one errors "
