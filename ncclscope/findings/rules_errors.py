@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import CITE, cite, make, norm_host, where, with_rank
+from ncclscope.findings.rules_common import CITE, cite, make, norm_host, where
 from ncclscope.records import Finding, Severity
 
 ECHO = (r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
