@@ -9,8 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 
 
+PIPE_WIDTH = 160  # Rich assumes 80 columns off a terminal; reports piped into a ticket read better wider
+
+
 def stdout_console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
+    con = Console(soft_wrap=False, highlight=False)
+    if not con.is_terminal:
+        con.width = max(con.width, PIPE_WIDTH)
+    return con
 
 
 def stderr_console() -> Console:
