@@ -32,6 +32,9 @@ def verdict(s: Session) -> str:
         if top:
             more = f" (+{len(top) - 1} more {sev}s)" if len(top) > 1 else ""
             return f"{sev.upper()}: {top[0].title}{more}."
+    infos = sum(f.severity == "info" for f in s.findings)
+    if infos:
+        return f"No error or warning findings in the evidence given ({infos} for information)."
     return "No problems found in the evidence given."
 
 
