@@ -42,20 +42,24 @@ class _Defs:
 
 @functools.cache
 def _defs() -> _Defs:
-    g, _ = load_grammar(grammar_text(), GRAMMAR_FILE, [], False)
+    g, _ = load_grammar(grammar_text(), GRAMMAR_FILE, [], False)  # type: ignore[no-untyped-call]
     rules = {str(name): tree for name, _params, tree, _opts in g.rule_defs}
     terms = {str(name): tree for name, (tree, _prio) in g.term_defs}
     return _Defs(rules, terms)
 
 
+def _families_from_defs(defs: _Defs) -> list[str]:
+    tree = defs.rules["message"]
+    return [str(nt.name) for nt in tree.scan_values(lambda v: hasattr(v, "name") and not v.is_term)]
+
+
 def families() -> tuple[str, ...]:
     """Message family names in the order the grammar's `message` rule lists them (the match order)."""
-    tree = _defs().rules["message"]
-    return tuple(str(nt.name) for nt in tree.scan_values(lambda v: hasattr(v, "name") and not v.is_term))
+    return tuple(_table()["families"])
 
 
 def rule_names() -> frozenset[str]:
-    return frozenset(_defs().rules)
+    return frozenset(_table()["rules"])
 
 
 @functools.cache
@@ -76,7 +80,7 @@ def _escape(s: str) -> str:
 
 
 def _literal(tok: Token) -> str:
-    pat = _literal_to_pattern(tok)
+    pat = _literal_to_pattern(tok)  # type: ignore[no-untyped-call]
     body = _escape(pat.value) if type(pat).__name__ == "PatternStr" else pat.value
     flags = "".join(sorted(pat.flags))
     return f"(?{flags}:{body})" if flags else f"(?:{body})"
@@ -131,18 +135,88 @@ class _Compiler:
             if str(op) in ("?", "*", "+"):
                 return body + str(op)
             if str(op) == "~":  # x ~ n  or  x ~ n..m
-                lo = int(t.children[2])
-                hi = int(t.children[3]) if len(t.children) > 3 else lo
+                lo = int(str(t.children[2]))
+                hi = int(str(t.children[3])) if len(t.children) > 3 else lo
                 return body + f"{{{lo},{hi}}}"
         if kind == "maybe":
             return "(?:" + self.node(t.children[0], inside_field) + ")?"
         raise ValueError(f"grammar construct {kind!r} is not supported by the regex compiler")
 
 
+def _neighbours(defs: _Defs, rule: str) -> dict[str, list[str]]:
+    """Field -> [literal before, literal after] for fields that sit between two literals in `rule`."""
+    out: dict[str, list[str]] = {}
+    tree = defs.rules[rule]
+    if len(tree.children) != 1:  # alternatives: no fixed neighbours
+        return out
+    items = tree.children[0].children
+
+    def lit(node: Any) -> str | None:
+        if isinstance(node, Tree) and node.data == "value" and isinstance(node.children[0], Tree):
+            tok = node.children[0].children[0]
+            if isinstance(tok, Token) and tok.type == "STRING":
+                return str(_literal_to_pattern(tok).value)  # type: ignore[no-untyped-call]
+        return None
+
+    for i in range(1, len(items) - 1):
+        node = items[i]
+        if isinstance(node, Tree) and node.data == "value" and not isinstance(node.children[0], Tree):
+            before, after = lit(items[i - 1]), lit(items[i + 1])
+            if before and after:
+                out[str(node.children[0].name)] = [before, after]
+    return out
+
+
+def _cache_path() -> Path:
+    import hashlib
+    import os
+
+    digest = hashlib.sha256(grammar_text().encode()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "ncclscope" / f"grammar-{digest}.json"
+
+
 @functools.cache
+def _table() -> dict[str, Any]:
+    """Every rule compiled to regex (with and without captures), cached on disk by grammar hash.
+
+    Building it needs Lark's grammar loader (~0.5 s); the cache keeps the CLI's start-up short.
+    """
+    import json
+    import uuid
+
+    path = _cache_path()
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        pass
+    defs = _defs()
+    fams = _families_from_defs(defs)
+    table: dict[str, Any] = {
+        "families": fams,
+        "rules": sorted(defs.rules),
+        "regex": {f"{n}|{c:d}": _Compiler(defs, c).rule(n) for n in defs.rules if n != "message"
+                  for c in (True, False)},
+        "neighbours": {f: _neighbours(defs, f) for f in fams},
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+        tmp.write_text(json.dumps(table))
+        tmp.replace(path)
+    except OSError:
+        pass
+    return table
+
+
 def rule_regex(name: str, *, capture: bool = True) -> str:
     """The regex (unanchored source) for one rule; fields are named groups `name`, `name__1`, …"""
-    return _Compiler(_defs(), capture).rule(name)
+    return str(_table()["regex"][f"{name}|{capture:d}"])
+
+
+def neighbours(family: str) -> dict[str, list[str]]:
+    """For one family: field -> (literal before, literal after) where both are fixed text."""
+    return dict(_table()["neighbours"].get(family, {}))
 
 
 @functools.cache

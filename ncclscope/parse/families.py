@@ -127,3 +127,6 @@ FAMILIES: dict[str, Family] = {
 
 # Fields printed in hex by NCCL (opCount is `%lx`).
 HEX_FIELDS = frozenset({"op_count"})
+
+# Families whose lines differ mostly in one field: the fast path parses each distinct rest once.
+VARYING: dict[str, str] = {"coll": "op_count"}

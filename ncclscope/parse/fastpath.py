@@ -1,9 +1,13 @@
 """Parse stage, fast path: match messages against the grammar's families, vectorised in Polars.
 
-Each family of the grammar's `message` rule is compiled to an anchored regex (`grammar.rule_regex`)
-and tried in the grammar's order on the messages no earlier family took: `str.contains` picks the
-rows, `str.extract_groups` pulls the fields. Bulk logs are mostly one family (COLL lines), which the
-grammar lists first, so the other ~90 patterns only ever see the few rows left over.
+Each family of the grammar's `message` rule is compiled to an anchored regex (`grammar.rule_regex`).
+A message belongs to the first family, in the grammar's order, whose regex matches it whole.
+
+Three ways to get there, all with the same regexes (tests check they agree with each other and with
+Lark): many rows -> one Polars pass with all families as named alternatives, then `extract_groups`
+per family; few rows -> Python `re` (no Polars regex compilation per chunk); and for a family with a
+*varying* field (COLL lines differ mostly in `opCount`), the field is cut out between its two fixed
+neighbours, the rest of the message is deduplicated and each distinct rest is matched once.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ncclscope import grammar as G
-from ncclscope.parse.families import FAMILIES
+from ncclscope.parse import rx
+from ncclscope.parse.families import FAMILIES, VARYING
 from ncclscope.parse.transform import to_table, warning_rows
+
+SMALL = rx.SMALL
 
 
 @functools.cache
@@ -31,14 +38,80 @@ def family_patterns() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def fields_frame(df: pl.DataFrame, pat: str, names: tuple[str, ...]) -> pl.DataFrame:
-    """Add one `f_<field>` Utf8 column per field of the pattern (numbered duplicates coalesced)."""
-    df = df.with_columns(pl.col("msg").str.extract_groups(pat).alias("_g"))
+@functools.cache
+def _py_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(rx.compiled(pat) for _, pat, _ in family_patterns())
+
+
+def _bases(names: tuple[str, ...]) -> dict[str, list[str]]:
     bases: dict[str, list[str]] = {}
     for n in names:
         bases.setdefault(G.base_field(n), []).append(n)
-    cols = [pl.coalesce([pl.col("_g").struct.field(n) for n in ns]).alias(f"f_{b}") for b, ns in bases.items()]
-    return df.with_columns(cols).drop("_g")
+    return bases
+
+
+def fields_frame(df: pl.DataFrame, fam_index: int, col: str = "msg") -> pl.DataFrame:
+    """Add one `f_<field>` Utf8 column per field of family `fam_index` (numbered duplicates coalesced)."""
+    _, pat, names = family_patterns()[fam_index]
+    g = rx.groups(df[col], pat)
+    return df.with_columns([pl.coalesce([pl.lit(g[n]) for n in ns]).alias(f"f_{b}")
+                            for b, ns in _bases(names).items()])
+
+
+@functools.cache
+def dispatch_pattern() -> str:
+    """All families as one anchored alternation of named groups `_fN` (N = match order).
+
+    With leftmost-first alternation the first family that matches the whole message wins, which
+    is exactly the grammar's order; one pass tells every row its family.
+    """
+    alts = "|".join(f"(?P<_f{i}>{G.rule_regex(fam, capture=False)})" for i, fam in enumerate(G.families()))
+    return rf"^(?:{alts})$"
+
+
+def first_family(msg: str) -> int | None:
+    """Python reference of the dispatch: index of the first family whose pattern matches `msg` whole."""
+    return next((i for i, p in enumerate(_py_patterns()) if p.match(msg)), None)
+
+
+def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:
+    """Index (in `family_patterns()`) of the first family matching each message, null if none."""
+    if df.height < SMALL:
+        return pl.Series("_fam", [first_family(s) if s is not None else None for s in df[col].to_list()],
+                         dtype=pl.Int32)
+    g = df[col].str.extract_groups(dispatch_pattern())
+    n = len(family_patterns())
+    return df.select(pl.coalesce([pl.when(g.struct.field(f"_f{i}").is_not_null()).then(pl.lit(i, pl.Int32))
+                                  for i in range(n)]).alias("_fam")).to_series()
+
+
+def _varying(df: pl.DataFrame, fam_index: int, var: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows of the family with `f_` fields, other rows) by deduplicating on the message minus `var`.
+
+    The message is cut at the first occurrence of the literals around `var` in the rule; each
+    distinct (head, tail) pair is matched once with the whole family pattern (with `0`, a valid
+    value, in place of `var`), and the cut-out token is checked with `var`'s own pattern.
+    """
+    fam = family_patterns()[fam_index][0]
+    before, after = G.neighbours(fam)[var]
+    m = pl.col("msg")
+    a, b = m.str.find(before, literal=True), m.str.find(after, literal=True)
+    start = a + len(before)
+    df = df.with_columns(m.str.slice(start, b - start).alias("_tok"), m.str.slice(0, start).alias("_k1"),
+                         m.str.slice(b).alias("_k2"))
+    ok_tok = rx.contains(df["_tok"], rf"^(?:{G.rule_regex(var, capture=False)})$")
+    keys = df.filter(ok_tok).select("_k1", "_k2").unique()
+    keys = keys.with_columns((pl.col("_k1") + "0" + pl.col("_k2")).alias("msg"))
+    keys = keys.filter(family_index(keys) == fam_index)
+    keyed = fields_frame(keys, fam_index).drop("msg", f"f_{var}").with_columns(pl.lit(True).alias("_hit"))
+    df = df.with_columns(ok_tok.alias("_ok")).join(keyed, on=["_k1", "_k2"], how="left", maintain_order="left")
+    ok = df["_hit"].fill_null(False) & df["_ok"]
+    drop = ["_k1", "_k2", "_ok", "_hit"]
+    if ok.all():
+        return df.rename({"_tok": f"f_{var}"}).drop(drop), df.clear().drop(["_tok", *drop])
+    hit = df.filter(ok).rename({"_tok": f"f_{var}"}).drop(drop)
+    rest = df.filter(~ok).drop(["_tok", *drop, *keyed.columns[2:]], strict=False)
+    return hit, rest
 
 
 @dataclass
@@ -53,55 +126,40 @@ class Matched:
         prev = self.tables.get(name)
         self.tables[name] = df if prev is None else pl.concat([prev, df], how="vertical_relaxed")
 
+    def take(self, fam_index: int, hit: pl.DataFrame) -> None:
+        fam = family_patterns()[fam_index][0]
+        self.lines += hit.height
+        self.bare_lines += hit.height - int(hit["prefixed"].sum())
+        table, rows = to_table(fam, hit)
+        self.add(table, rows)
+        if table != "warnings":
+            warn = hit.filter(pl.col("level") == "WARN")
+            if warn.height:
+                self.add("warnings", warning_rows(warn, fam))
+
     @staticmethod
     def unknown_warnings(df: pl.DataFrame) -> pl.DataFrame:
         """WARN lines whose message matched no family still belong in the warnings frame."""
         return warning_rows(df.filter(pl.col("level") == "WARN"), None)
 
 
-@functools.cache
-def dispatch_pattern() -> str:
-    """All families as one anchored alternation of named groups `_fN` (N = match order).
-
-    With leftmost-first alternation the first family that matches the whole message wins, which
-    is exactly the grammar's order; one pass tells every row its family.
-    """
-    alts = "|".join(f"(?P<_f{i}>{G.rule_regex(fam, capture=False)})" for i, fam in enumerate(G.families()))
-    return rf"^(?:{alts})$"
-
-
-def family_index(msg: pl.Expr) -> pl.Expr:
-    """Index (in `family_patterns()`) of the first family matching each message, null if none."""
-    g = msg.str.extract_groups(dispatch_pattern())
-    n = len(family_patterns())
-    return pl.coalesce([pl.when(g.struct.field(f"_f{i}").is_not_null()).then(pl.lit(i, pl.Int32))
-                        for i in range(n)])
-
-
 def match_families(live: pl.DataFrame) -> tuple[Matched, pl.DataFrame]:
     """Split rows into per-frame tables (matched) and the rest (no family); `msg` is the input."""
     out = Matched()
-    pats = family_patterns()
-    # Bulk logs are nearly all one family (COLL): take it with its own, cheaper pattern first.
-    _, first_pat, _ = pats[0]
-    head = live["msg"].str.contains(first_pat)
-    live = live.with_columns(pl.when(head).then(pl.lit(0, pl.Int32)).alias("_fam"))
-    rest = live.filter(~head)
-    if rest.height:
-        live = pl.concat([live.filter(head), rest.with_columns(family_index(pl.col("msg")).alias("_fam"))])
-    pending = live.clear()
-    for idx, part in live.partition_by("_fam", as_dict=True, include_key=False).items():
+    rest = live
+    for i, (fam, _, _) in enumerate(family_patterns()):
+        var = VARYING.get(fam)
+        if var and rest.height >= SMALL:
+            hit, rest = _varying(rest, i, var)
+            out.take(i, hit)
+    if rest.height == 0:
+        return out, rest
+    rest = rest.with_columns(family_index(rest).alias("_fam"))
+    pending = rest.clear().drop("_fam")
+    for idx, part in rest.partition_by("_fam", as_dict=True, include_key=False).items():
         if idx[0] is None:
             pending = part
             continue
-        fam, pat, names = pats[int(idx[0])]  # type: ignore[call-overload]
-        hit = fields_frame(part, pat, names)
-        out.lines += hit.height
-        out.bare_lines += hit.height - int(hit["prefixed"].sum())
-        table, rows = to_table(fam, hit)
-        out.add(table, rows)
-        if table != "warnings":
-            warn = hit.filter(pl.col("level") == "WARN")
-            if warn.height:
-                out.add("warnings", warning_rows(warn, fam))
-    return out, pending.drop("_fam", strict=False)
+        i = int(str(idx[0]))
+        out.take(i, fields_frame(part, i))
+    return out, pending

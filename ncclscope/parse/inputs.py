@@ -121,7 +121,7 @@ def classify_inputs(paths: list[str]) -> Inputs:
             seen.add(path)
             kind = STDIN if path == STDIN else _kind(path, explicit)
             {"log": logs, STDIN: logs, "trace": traces, "dump": dumps}.get(kind or "", skipped).append(path)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if skipped:
         shown = ", ".join(os.path.basename(s) for s in skipped[:3]) + (", …" if len(skipped) > 3 else "")
         notes = (f"skipped {len(skipped)} file(s) that are not logs, traces or dumps ({shown})",)

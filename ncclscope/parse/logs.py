@@ -17,24 +17,19 @@ from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, LogFrames
 from ncclscope.parse import peel
 from ncclscope.parse.fastpath import match_families
-from ncclscope.parse.reader import MAX_LINE, ReadStats, read_chunks
+from ncclscope.parse.reader import ReadStats, read_chunks
 from ncclscope.parse.torch_rows import torch_rows
 
 MAX_TEXT = 2000  # characters of the original line kept in `text` (evidence)
-_INTS = ("pid", "tid", "cuda_dev", "rank_hint", "src_line")
 
 
 def prepare(raw: pl.DataFrame) -> pl.DataFrame:
     """(`path`, `line`, `raw`) -> one row per line with origin columns, prefix fields and `msg`."""
-    df = raw.with_columns(
-        pl.col("raw").str.slice(0, MAX_TEXT).alias("text"),
-        peel.clean(pl.col("raw").str.slice(0, MAX_LINE)).alias("clean"),
-    ).drop("raw")
-    df = peel.peel_wrappers(peel.split_prefix(df))
-    return df.with_columns(
-        *[pl.col(c).cast(pl.Int64, strict=False) for c in _INTS],
-        peel.parse_ts(pl.col("ts")).alias("ts_us"),
-    ).drop("junk", "ts")
+    df = raw.with_columns(pl.col("raw").str.slice(0, MAX_TEXT).alias("text"), pl.int_range(pl.len()).alias("_row"))
+    df = peel.split(peel.clean(df).drop("raw"))
+    if not df["_row"].is_sorted():
+        df = df.sort("_row")
+    return df.drop("_row", "clean")
 
 
 class _Acc:

@@ -9,20 +9,26 @@ peeled as wrappers for rank hints and timestamps. Lines with no NCCL prefix are 
 from __future__ import annotations
 
 import functools
-import re
 
 import polars as pl
 
 from ncclscope import grammar as G
+from ncclscope.parse import rx
+from ncclscope.parse.reader import MAX_LINE
 
 # ANSI colour codes, also with the ESC byte lost in a paste (`[36m`), and markdown bold markers.
 _ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m|\*\*"
 # Trailing whitespace and the k9s right border.
 _TRAIL = r"[\s│]+$"
+_TRAIL_CHARS = " \t\r\n\x0b\x0c\xa0│"
 # Whatever precedes a prefix found mid-line ends at a space, `|` or `:` (so the host starts cleanly).
 _JUNK = r"(?P<junk>(?:.*[\s|:])?)"
 _PREFIX_FIELDS = ("host", "pid", "tid", "cuda_dev", "src_file", "src_line", "func", "level")
 MAX_WRAPPERS = 8
+
+_INTS = ("pid", "tid", "cuda_dev", "rank_hint", "src_line")
+# NCCL's own level markers: the fast path splits the prefix off at the first one.
+_MARKERS = (" NCCL INFO ", " NCCL WARN ")
 
 
 @functools.cache
@@ -48,16 +54,27 @@ def wrapper_pattern() -> str:
     return rf"^(?P<_w>{G.rule_regex('wrapper')})"
 
 
-def _coalesced(struct_col: str, names: list[str], fields: tuple[str, ...]) -> list[pl.Expr]:
+def _coalesced(g: pl.DataFrame, fields: tuple[str, ...]) -> list[pl.Expr]:
+    """One expression per field: the first non-null of its numbered groups (`host`, `host__1`, …)."""
     out = []
     for fld in fields:
-        cols = [pl.col(struct_col).struct.field(n) for n in names if G.base_field(n) == fld]
+        cols = [pl.lit(g[n]) for n in g.columns if G.base_field(n) == fld]
         out.append(pl.coalesce(cols).alias(fld) if cols else pl.lit(None, pl.Utf8).alias(fld))
     return out
 
 
-def clean(text: pl.Expr) -> pl.Expr:
-    return text.str.replace_all(_ANSI, "").str.replace(_TRAIL, "")
+def clean(df: pl.DataFrame, src: str = "raw") -> pl.DataFrame:
+    """Add `clean`: the line without ANSI residue, markdown bold, trailing blanks or k9s border."""
+    text = pl.col(src)
+    longest = df[src].str.len_bytes().max()
+    if isinstance(longest, int) and longest > MAX_LINE:
+        text = text.str.slice(0, MAX_LINE)
+    df = df.with_columns(text.str.strip_chars_end(_TRAIL_CHARS).alias("clean"))
+    dirty = df["clean"].str.contains(_ANSI)
+    if not dirty.any():
+        return df
+    fixed = df.filter(dirty).with_columns(pl.col("clean").str.replace_all(_ANSI, "").str.replace(_TRAIL, ""))
+    return pl.concat([df.filter(~dirty), fixed]).sort("_row")
 
 
 def split_prefix(df: pl.DataFrame) -> pl.DataFrame:
@@ -67,22 +84,20 @@ def split_prefix(df: pl.DataFrame) -> pl.DataFrame:
     for name, pat in prefix_patterns():
         if pending.height == 0:
             break
-        hit_mask = pending["clean"].str.contains(pat)
+        hit_mask = rx.contains(pending["clean"], pat)
         if name == "std":
             # A second full prefix later on the line (merged pastes, CloudWatch duplicates): the last wins.
-            hit_mask &= ~pending["clean"].str.contains(nested_pattern())
+            hit_mask &= ~rx.contains(pending["clean"], nested_pattern())
         hit = pending.filter(hit_mask)
         pending = pending.filter(~hit_mask)
         if hit.height == 0:
             continue
-        names = list(re.compile(pat).groupindex)
-        g = hit["clean"].str.extract_groups(pat).alias("_g")
-        hit = hit.with_columns(g).with_columns(
-            *_coalesced("_g", names, _PREFIX_FIELDS),
-            pl.col("_g").struct.field("msg"),
-            (pl.col("_g").struct.field("junk") if "junk" in names else pl.lit("")).alias("junk"),
+        g = rx.groups(hit["clean"], pat)
+        hit = hit.with_columns(
+            *_coalesced(g, _PREFIX_FIELDS), g["msg"],
+            (g["junk"] if "junk" in g.columns else pl.lit("")).alias("junk"),
             pl.lit(True).alias("prefixed"),
-        ).drop("_g")
+        )
         done.append(hit)
     pending = pending.with_columns(
         *[pl.lit(None, pl.Utf8).alias(c) for c in _PREFIX_FIELDS],
@@ -97,29 +112,70 @@ def peel_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     For lines with no NCCL prefix, what is left after the wrappers becomes `msg`.
     """
     pat = wrapper_pattern()
-    names = list(re.compile(pat).groupindex)
     df = df.with_columns(pl.lit(None, pl.Utf8).alias("rank_hint"), pl.lit(None, pl.Utf8).alias("ts"))
     settled: list[pl.DataFrame] = []
     pending = df
     for _ in range(MAX_WRAPPERS):
         if pending.height == 0:
             break
-        m = pending["junk"].str.contains(pat)
+        m = rx.contains(pending["junk"], pat)
         settled.append(pending.filter(~m))
         pending = pending.filter(m)
         if pending.height == 0:
             break
-        g = pending["junk"].str.extract_groups(pat).alias("_g")
-        rh, ts = _coalesced("_g", names, ("rank_hint", "ts"))
-        pending = pending.with_columns(g).with_columns(
+        g = rx.groups(pending["junk"], pat)
+        rh, ts = _coalesced(g, ("rank_hint", "ts"))
+        pending = pending.with_columns(
             pl.coalesce(pl.col("rank_hint"), rh).alias("rank_hint"),
             pl.coalesce(pl.col("ts"), ts).alias("ts"),
-            pl.col("junk").str.slice(pl.col("_g").struct.field("_w").str.len_chars()).alias("junk"),
-        ).drop("_g")
+            pl.col("junk").str.slice(g["_w"].str.len_chars()).alias("junk"),
+        )
     settled.append(pending)
     out = pl.concat(settled, how="vertical_relaxed")
     return out.with_columns(
         pl.when(pl.col("prefixed")).then(pl.col("msg")).otherwise(pl.col("junk")).alias("msg"))
+
+
+def _general(df: pl.DataFrame) -> pl.DataFrame:
+    """Prefix, wrappers and message of any line (typed prefix fields, `ts_us`); `clean` in, `msg` out."""
+    out = peel_wrappers(split_prefix(df))
+    return out.with_columns(
+        *[pl.col(c).cast(pl.Int64, strict=False) for c in _INTS],
+        parse_ts(pl.col("ts")).alias("ts_us"),
+    ).drop("junk", "ts")
+
+
+def split(df: pl.DataFrame) -> pl.DataFrame:
+    """Split every line of `clean` into origin fields, `level`, `prefixed` and `msg`.
+
+    Fast path: cut at the first NCCL level marker; the text before it (host:pid:tid [dev] plus any
+    wrappers) repeats for every line of a process, so each distinct head is parsed once with the
+    grammar's patterns and joined back. Lines without a marker, heads that do not parse as a
+    prefix, or messages that hold another NCCL prefix go through the general path line by line.
+    """
+    c = pl.col("clean")
+    pos = pl.coalesce([c.str.find(m, literal=True) for m in _MARKERS])
+    df = df.with_columns(pos.alias("_pos"))
+    cand = df.filter(pl.col("_pos").is_not_null())
+    rest = df.filter(pl.col("_pos").is_null())
+    if cand.height:
+        cut = pl.col("_pos") + len(_MARKERS[0])
+        cand = cand.with_columns(c.str.slice(0, cut).alias("_head"), c.str.slice(cut).alias("msg"))
+        nested = cand["msg"].str.contains(" NCCL ", literal=True)
+        rest = pl.concat([rest, cand.filter(nested).drop("_head", "msg")])
+        cand = cand.filter(~nested)
+        heads = _general(cand.select(pl.col("_head").unique().alias("clean")))
+        heads = heads.filter(pl.col("prefixed") & (pl.col("msg") == "")).drop("msg", "prefixed")
+        cand = cand.join(heads.rename({"clean": "_head"}), on="_head", how="left")
+        ok = cand["level"].is_not_null()
+        rest = pl.concat([rest, cand.filter(~ok).select(rest.columns)])
+        cand = cand.filter(ok).with_columns(pl.lit(True).alias("prefixed")).drop("_head")
+    out = [cand] if cand.height else []
+    if rest.height:
+        out.append(_general(rest))
+    if not out:
+        return _general(df).drop("_pos")
+    return pl.concat(out, how="diagonal_relaxed").drop("_pos")
 
 
 def parse_ts(ts: pl.Expr) -> pl.Expr:

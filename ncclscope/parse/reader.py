@@ -20,8 +20,7 @@ import polars as pl
 from ncclscope.errors import InputError
 from ncclscope.parse.inputs import STDIN
 
-BLOCK = 1 << 20  # bytes per read
-CHUNK = 32 << 20  # bytes of text per Polars chunk
+BLOCK = 16 << 20  # bytes per read (one Polars chunk of lines)
 MAX_LINE = 64 << 10  # characters of one line that are parsed; the rest is cut
 
 
@@ -62,8 +61,8 @@ def _blocks(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
 
 
 def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
-    """Yield ~CHUNK-sized byte blocks that end at a newline; over-long lines are cut at MAX_LINE."""
-    buf = bytearray()
+    """Yield byte blocks of whole lines (~BLOCK each); a line longer than 4*MAX_LINE bytes is cut."""
+    carry = b""
     skipping = False  # inside the tail of an over-long line
     for b in _blocks(fh, path, stats):
         if skipping:
@@ -71,27 +70,28 @@ def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
             if nl < 0:
                 continue
             b, skipping = b[nl:], False
-        buf += b
-        last_nl = buf.rfind(b"\n")
-        if last_nl < 0 and len(buf) > MAX_LINE * 4:
-            # One line longer than we keep: cut it, skip to its end.
-            del buf[MAX_LINE * 4:]
-            stats.long_lines += 1
-            skipping = True
+        last_nl = b.rfind(b"\n")
+        if last_nl < 0:
+            carry += b
+            if len(carry) > MAX_LINE * 4:  # one line longer than we keep: cut it, skip to its end
+                carry = carry[: MAX_LINE * 4]
+                stats.long_lines += 1
+                skipping = True
             continue
-        if len(buf) >= CHUNK and last_nl >= 0:
-            yield bytes(buf[: last_nl + 1])
-            del buf[: last_nl + 1]
-    if buf:
-        yield bytes(buf)
+        yield carry + b[: last_nl + 1]
+        carry = b[last_nl + 1:]
+    if carry:
+        yield carry
 
 
 def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
     text = block.decode("utf-8", errors="replace")
-    text = text.removesuffix("\n")
-    s = pl.Series("raw", [text]).str.split("\n").explode()
-    return pl.DataFrame({"raw": s}).select(
-        pl.lit(path).alias("path"), pl.int_range(first_line, first_line + s.len(), dtype=pl.Int64).alias("line"),
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    n = len(lines)
+    return pl.DataFrame({"raw": pl.Series("raw", lines, dtype=pl.Utf8)}).select(
+        pl.lit(path).alias("path"), pl.int_range(first_line, first_line + n, dtype=pl.Int64).alias("line"),
         pl.col("raw"))
 
 

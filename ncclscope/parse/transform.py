@@ -14,6 +14,7 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
+from ncclscope.parse import rx
 from ncclscope.parse.families import FAMILIES, HEX_FIELDS
 
 TABLES: dict[str, S.Schema] = {
@@ -58,16 +59,13 @@ def explode_list(df: pl.DataFrame, field: str, element_rule: str) -> pl.DataFram
     """Split list field `field` with the grammar's element rule; one row per element, `f_` columns."""
     pat = G.rule_regex(element_rule)
     whole = G.rule_regex(element_rule, capture=False)
-    df = df.with_columns(f(field).str.extract_all(whole).alias("_el")).explode("_el")
-    df = df.with_columns(pl.col("_el").str.extract_groups(f"^(?:{pat})$").alias("_g")).drop("_el")
-    groups = G.group_names(element_rule)
-    df = df.with_columns([pl.col("_g").struct.field(g).alias(f"_{g}") for g in groups]).drop("_g")
+    df = df.with_columns(rx.find_all(df[f"f_{field}"], whole).alias("_el")).explode("_el")
+    g = rx.groups(df["_el"], f"^(?:{pat})$")
     bases: dict[str, list[str]] = {}
-    for g in groups:
-        bases.setdefault(G.base_field(g), []).append(f"_{g}")
-    df = df.drop([f"f_{b}" for b in bases if f"f_{b}" in df.columns])
-    return df.with_columns([pl.coalesce(cols).alias(f"f_{b}") for b, cols in bases.items()]).drop(
-        [c for cols in bases.values() for c in cols])
+    for n in g.columns:
+        bases.setdefault(G.base_field(n), []).append(n)
+    df = df.drop(["_el", *[f"f_{b}" for b in bases if f"f_{b}" in df.columns]])
+    return df.with_columns([pl.coalesce([pl.lit(g[n]) for n in ns]).alias(f"f_{b}") for b, ns in bases.items()])
 
 
 # --- family-specific shaping ------------------------------------------------------------------

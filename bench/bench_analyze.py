@@ -1,0 +1,72 @@
+"""Time `ncclscope analyze` end to end (a subprocess, as a user runs it) and print MB/s.
+
+Generates the logs first if they are missing (bench/gen_logs.py), then runs the CLI `--repeat` times
+and reports the best wall time, plus CPU seconds (user+sys of the child) so that a busy machine can
+be told apart from a slow program. Pin to two cores with `taskset -c 0,1` to match the target.
+
+    python bench/bench_analyze.py --ranks 64 --coll 20000          # ~250 MB, the issue's benchmark
+    taskset -c 0,1 python bench/bench_analyze.py --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def ensure_logs(ranks: int, coll: int, combined: bool) -> Path:
+    out = HERE / "out" / f"r{ranks}_c{coll}{'_combined' if combined else ''}"
+    if not out.is_dir() or not any(out.iterdir()):
+        cmd = [sys.executable, str(HERE / "gen_logs.py"), "--ranks", str(ranks), "--coll", str(coll),
+               "--out", str(out)] + (["--combined"] if combined else [])
+        subprocess.run(cmd, check=True)
+    return out
+
+
+def run_once(target: Path, fmt: str) -> tuple[float, float, int]:
+    exe = Path(sys.executable).with_name("ncclscope")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ncclscope"]
+    cmd += ["analyze", str(target), "--format", fmt, "--quiet"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode not in (0, 1):
+        print(proc.stderr, file=sys.stderr)
+    return wall, cpu, proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--coll", type=int, default=20000)
+    ap.add_argument("--combined", action="store_true", help="one interleaved file instead of one per rank")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--format", default="json", choices=("json", "text"))
+    args = ap.parse_args(argv)
+    target = ensure_logs(args.ranks, args.coll, args.combined)
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    best = None
+    for i in range(args.repeat):
+        wall, cpu, rc = run_once(target, args.format)
+        print(f"run {i + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU, exit {rc}")
+        best = wall if best is None else min(best, wall)
+    assert best is not None
+    mb = size / 1e6
+    print(f"{mb:.1f} MB ({args.ranks} ranks x {args.coll} COLL lines) on {cores} core(s): "
+          f"{mb / best:.1f} MB/s (best wall {best:.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

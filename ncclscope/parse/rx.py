@@ -1,0 +1,49 @@
+"""Parse stage, regex runner: apply one grammar-derived pattern to a column, Polars or Python `re`.
+
+Polars compiles a regex for every expression that uses it, which costs more than matching a few
+hundred lines; below `SMALL` rows the same pattern runs through Python's `re` (compiled once per
+process). The patterns use only syntax both engines read the same way (no look-around, no
+back-references; `$` never meets a newline because lines are split first).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import polars as pl
+
+SMALL = 3000
+
+
+@functools.cache
+def compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def contains(s: pl.Series, pattern: str) -> pl.Series:
+    """Boolean mask: the pattern matches (searching, like `str.contains`); null strings are False."""
+    if s.len() >= SMALL:
+        return s.str.contains(pattern).fill_null(False)
+    rx = compiled(pattern)
+    return pl.Series(s.name, [bool(v is not None and rx.search(v)) for v in s.to_list()], dtype=pl.Boolean)
+
+
+def groups(s: pl.Series, pattern: str) -> pl.DataFrame:
+    """One Utf8 column per named group of the first match (all null where there is none)."""
+    rx = compiled(pattern)
+    names = list(rx.groupindex)
+    if s.len() >= SMALL:
+        g = s.str.extract_groups(pattern)
+        return pl.DataFrame([g.struct.field(n).alias(n) for n in names]) if names else pl.DataFrame()
+    dicts = [m.groupdict() if v is not None and (m := rx.search(v)) else {} for v in s.to_list()]
+    return pl.DataFrame({n: pl.Series(n, [d.get(n) for d in dicts], dtype=pl.Utf8) for n in names})
+
+
+def find_all(s: pl.Series, pattern: str) -> pl.Series:
+    """Every non-overlapping match, as a list column (like `str.extract_all`)."""
+    if s.len() >= SMALL:
+        return s.str.extract_all(pattern)
+    rx = compiled(pattern)
+    return pl.Series(s.name, [[m.group(0) for m in rx.finditer(v)] if v is not None else None
+                              for v in s.to_list()], dtype=pl.List(pl.Utf8))
