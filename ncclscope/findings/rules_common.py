@@ -32,6 +32,11 @@ def norm_host(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col("host").fill_null(""))
 
 
+def live_warnings(ctx: Context) -> pl.DataFrame:
+    """Non-benign warnings (WARN lines and the INFO retry/downgraded ones)."""
+    return ctx.logs.warnings.filter(~pl.col("benign").fill_null(False))
+
+
 def with_rank(df: pl.DataFrame, ranks: pl.DataFrame) -> pl.DataFrame:
     """Add `grank`: the global rank of the process (or of its GPU, for multi-GPU processes) that
     printed each row; null when unknown. Launcher rank tags fill in for lines without a prefix."""

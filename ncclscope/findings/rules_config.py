@@ -141,6 +141,7 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
         by_version = r.drop_nulls("nccl_version").group_by("nccl_version").agg(pl.col("rank").drop_nulls())
         out.append(f)
         f.metrics["ranks_by_version"] = {v: sorted(rs) for v, rs in by_version.iter_rows()}
+    out += _plugin_mismatch(ctx)
     drivers = r["cuda_driver"].drop_nulls().unique().sort().to_list()
     if len(drivers) > 1:
         out.append(make("version-mismatch", "warning", "Ranks run different CUDA drivers: " + ", ".join(drivers),
@@ -149,6 +150,30 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
                         "Put every node on the same driver version.", _version_lines(ctx, "cuda_driver"), ctx,
                         metrics={"cuda_drivers": drivers}))
     return out
+
+
+PLUGIN_NAME = (r"Loaded (?:net|collnet) plugin (\S+)|Successfully loaded external plugin (\S+)|"
+               r"Initialized NET plugin (\S+)|P2P plugin (\S+)|Plugin Path : (\S+)")
+
+
+def _plugin_mismatch(ctx: Context) -> list[Finding]:
+    """Hosts that load an external net plugin (FastSocket, aws-ofi, HPC-X SHARP) next to hosts that
+    run NCCL's internal one: a silent hang or bogus bootstrap errors (real-logs.md R8)."""
+    rows = norm_host(ctx.logs.network.filter((pl.col("kind") == "plugin") & pl.col("detail").str.contains("Plugin|plugin")))
+    rows = rows.filter(pl.col("host") != "").with_columns(
+        name=pl.coalesce([pl.col("detail").str.extract(PLUGIN_NAME, i) for i in range(1, 6)]))
+    per_host = rows.group_by("host").agg(pl.col("name").drop_nulls().unique().sort().str.join("+").alias("plugins"))
+    per_host = per_host.with_columns(pl.when(pl.col("plugins") == "").then(pl.lit("internal"))
+                                     .otherwise(pl.col("plugins")).alias("plugins"))
+    if per_host["plugins"].n_unique() < 2:
+        return []
+    cited = cite(first_per(rows.filter(pl.col("name").is_not_null()), ["host", "name"]), first_per(rows, ["host"]))
+    summary = ", ".join(f"{h}: {p}" for h, p in per_host.sort("host").iter_rows())
+    return [make("version-mismatch", "warning", f"Nodes use different network plugins ({summary})",
+                 "A net plugin present on some nodes only makes ranks speak different transports; jobs then hang "
+                 "silently or fail with misleading bootstrap errors.",
+                 "Install the same net plugin (or none) on every node; check NCCL_NET_PLUGIN and LD_LIBRARY_PATH.",
+                 cited, ctx)]
 
 
 @rule("env-mismatch", "error", "NCCL_* environment differs across ranks", "config")

@@ -1,8 +1,8 @@
-"""Findings stage, error rules: the failures NCCL printed (WARN lines, error trails, embedded `Last error`).
+"""Findings stage, network error rules: failed connections and IB/RoCE/OFI completion errors.
 
 The root is told apart from its echoes: the first failure in time when lines carry timestamps, else
 in causal order (connect refused, IB status 12/4, CUDA errors before 'closed by remote peer', IB
-status 5, `[Service thread]` closures). Reference: real-logs.md §5 R5–R7, R9, R10, R13.
+status 5, `[Service thread]` closures). Reference: real-logs.md §5 R1, R4–R6.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import CITE, cite, make, norm_host, where
+from ncclscope.findings.rules_common import CITE, cite, live_warnings, make, norm_host, where
 from ncclscope.records import Finding, Severity
 
 ECHO = (r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
@@ -32,11 +32,6 @@ IB_STATUS = {
 FAILURE_FAMILIES = ["ib_completion", "ib_async", "cuda", "oom", "shm", "duplicate_gpu", "nvls"]
 
 
-def _live(ctx: Context) -> pl.DataFrame:
-    """Non-benign warnings (WARN lines and the INFO retry/downgraded ones)."""
-    return ctx.logs.warnings.filter(~pl.col("benign").fill_null(False))
-
-
 def _ordered(rows: pl.DataFrame, rank_expr: pl.Expr) -> pl.DataFrame:
     """Time order when every row has a timestamp, else causal class (`rank_expr`, lower first) then line."""
     rows = rows.with_columns(_cls=rank_expr)
@@ -52,7 +47,7 @@ def _retry_exhausted() -> pl.Expr:
 
 def _echo_lines(ctx: Context) -> pl.DataFrame:
     """Socket-layer WARNs and retries, classed 0 root / 1 exhausted retry / 2 retry / 3 echo."""
-    w = _live(ctx)
+    w = live_warnings(ctx)
     msg = pl.col("message").fill_null("")
     sock = w.filter((pl.col("family").is_in(SOCKET_FAMILIES) | msg.str.contains(ECHO)) & ~msg.str.contains(IFACE_MSG))
     return sock.with_columns(cls=pl.when(msg.str.contains(RETRY)).then(pl.when(_retry_exhausted()).then(1).otherwise(2))
@@ -65,7 +60,7 @@ def _silent_trails(ctx: Context) -> pl.DataFrame:
     trail = norm_host(ctx.logs.trail)
     deepest = trail.sort("line").unique(["path", "host", "pid", "tid"], keep="first", maintain_order=True)
     deepest = deepest.filter(pl.col("src_file").fill_null("").str.contains(SOCKET_FILES))
-    warned = norm_host(_live(ctx).filter(pl.col("level") == "WARN")).select("path", "host", "pid").unique()
+    warned = norm_host(live_warnings(ctx).filter(pl.col("level") == "WARN")).select("path", "host", "pid").unique()
     return deepest.join(warned, on=["path", "host", "pid"], how="anti", nulls_equal=True)
 
 
@@ -88,7 +83,7 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
         return []
     rows = _ordered(rows, pl.col("cls"))
     first = rows.row(0, named=True)
-    others = _live(ctx).filter(pl.col("family").is_in(FAILURE_FAMILIES) & (pl.col("level") == "WARN"))
+    others = live_warnings(ctx).filter(pl.col("family").is_in(FAILURE_FAMILIES) & (pl.col("level") == "WARN"))
     sev: Severity
     if rows.filter(pl.col("cls") <= 1).height:
         sev = "error"
@@ -122,14 +117,14 @@ def _ib_rows(ctx: Context) -> pl.DataFrame:
     """IB completion/async WARNs, the same WARN text embedded in a torch/XLA `Last error` (a pasted error
     flattened onto one line), and OFI-plugin completion errors (the libfabric equivalent)."""
     cols = [*CITE, "family", "status", "message"]
-    w = _live(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"])).select(cols)
+    w = live_warnings(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"])).select(cols)
     pat = r"Got completion from peer|NET/IB ?: Got completion"
     status = pl.col("text").str.extract(r"(?:with error |status=[A-Z_]*\(?)(\d+)", 1).cast(pl.Int64, strict=False)
     emb = cite(ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat)),
                ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat)))
     emb = emb.select(*CITE, family=pl.lit("ib_completion"), status=status, message=pl.col("text"))
     ofi_net = ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(r"completed with error"))
-    ofi_warn = _live(ctx).filter(pl.col("message").fill_null("").str.contains(r"NET/OFI.*completed with error"))
+    ofi_warn = live_warnings(ctx).filter(pl.col("message").fill_null("").str.contains(r"NET/OFI.*completed with error"))
     ofi = pl.concat([ofi_net.select(*CITE, message=pl.col("detail")), ofi_warn.select(*CITE, "message")])
     ofi = ofi.select(*CITE, family=pl.lit("ofi_completion"), status=pl.lit(None, dtype=pl.Int64), message="message")
     return pl.concat([w, emb, ofi], how="vertical_relaxed")
@@ -170,138 +165,3 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
                  "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
                  "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root.",
                  hint, cited, ctx, ordered=True, metrics={"statuses": statuses})]
-
-
-def _cuda_rows(ctx: Context) -> pl.DataFrame:
-    w = _live(ctx).filter(pl.col("family").is_in(["cuda", "oom"]))
-    return w.filter(~_is_nvls()).join(_nvls_trailed(ctx, w), on=["path", "line"], how="anti")
-
-
-def _thread_key(df: pl.DataFrame) -> pl.DataFrame:
-    return df.with_columns(pl.col("host").fill_null(""), pl.col("pid").fill_null(-1), pl.col("tid").fill_null(-1))
-
-
-def _nvls_trailed(ctx: Context, warns: pl.DataFrame) -> pl.DataFrame:
-    """(path, line) of CUDA WARNs whose own error trail (the next trail line of the same thread) starts in
-    nvls.cc: an NVLS failure even when the WARN's source location was stripped from the paste."""
-    keys = ["path", "host", "pid", "tid"]
-    trail = _thread_key(ctx.logs.trail).select(*keys, pl.col("line").alias("t_line"), "src_file").sort("t_line")
-    w = _thread_key(warns).select(*keys, "line").sort("line")
-    nxt = w.join_asof(trail, left_on="line", right_on="t_line", by=keys, strategy="forward", check_sortedness=False)
-    return nxt.filter(pl.col("src_file").fill_null("").str.contains("nvls")).select("path", "line")
-
-
-def _is_nvls() -> pl.Expr:
-    return (pl.col("family") == "nvls") | pl.col("src_file").fill_null("").str.contains("nvls") \
-        | pl.col("message").fill_null("").str.contains(r"NVLS|NVLink SHARP")
-
-
-@rule("cuda-error", "error", "CUDA error inside NCCL", "errors")
-def cuda_error(ctx: Context) -> Iterable[Finding]:
-    """`Cuda failure [N] '<msg>'`, `Failed to CUDA calloc`, or, with no such WARN, an `unhandled cuda error`
-    in a torch/XLA/nccl-tests message or an error trail whose codes are 1 (ncclUnhandledCudaError).
-    NVLS (nvls.cc) CUDA failures go to nvls-failure. Error; out-of-memory is named as such."""
-    if not (ctx.logs.warnings.height or ctx.logs.trail.height or ctx.logs.torch.height or ctx.logs.unknown.height):
-        return []
-    rows = _cuda_rows(ctx)
-    code_only = rows.is_empty()
-    if code_only and _nvls_rows(ctx).is_empty():  # an NVLS failure explains a bare 'unhandled cuda error'
-        rows = _unhandled_cuda_mentions(ctx)
-    if rows.is_empty():
-        return []
-    oom = bool(rows["text"].fill_null("").str.contains(r"(?i)out of memory|CUDA calloc|cudaMalloc").any()) or bool(
-        (rows["family"] == "oom").any() if "family" in rows.columns else False)
-    first = rows.sort(["ts_us", "path", "line"], nulls_last=True).head(1)
-    title = ("CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL") + f", first {where(first, ctx)}"
-    if code_only and not oom:
-        title = f"NCCL reported an unhandled CUDA error {where(first, ctx)} (the failing CUDA call is not in the evidence)"
-    why = ("NCCL allocates its buffers lazily (first collective on a communicator, P2P connection setup); when "
-           "the GPU is already full NCCL is the victim, not the cause." if oom else
-           "A CUDA call NCCL made failed; the communicator is unusable and every rank waiting on this one errors "
-           "out or hangs.")
-    fix = ("Leave headroom on the GPU (smaller batch, PYTORCH_CUDA_ALLOC_CONF, fewer cached blocks) or shrink "
-           "NCCL's footprint: NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS/NCCL_NCHANNELS_PER_NET_PEER." if oom else
-           "Look at the failing CUDA call and the GPU state (nvidia-smi, Xid errors in dmesg); check driver/CUDA "
-           "compatibility and CUDA_VISIBLE_DEVICES.")
-    cited = rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).sort(["path", "line"]).head(8)
-    return [make("cuda-error", "error", title, why, fix, cited, ctx)]
-
-
-def _unhandled_cuda_mentions(ctx: Context) -> pl.DataFrame:
-    """Lines that only report the result code: torch/XLA exceptions and nccl-tests failures (no NCCL WARN)."""
-    pat = r"(?i)unhandled cuda error|ncclUnhandledCudaError"
-    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat) & ~pl.col("text").str.contains(r"NVLS|NVLink SHARP"))
-    other = ctx.logs.warnings.filter(pl.col("text").fill_null("").str.contains(pat))
-    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat))
-    trail = ctx.logs.trail.filter((pl.col("code") == 1) & ~pl.col("src_file").fill_null("").str.contains("nvls"))
-    trail = trail.unique(["path", "host", "pid"], keep="first", maintain_order=True)
-    return cite(torch, other, unk, trail)
-
-
-@rule("shm-exhausted", "error", "/dev/shm too small for NCCL's shared-memory segments", "errors")
-def shm_exhausted(ctx: Context) -> Iterable[Finding]:
-    """SHM WARNs: `posix_fallocate failed : No space left on device`, `failed to extend /dev/shm/nccl-…`,
-    `Error while creating/attaching shared memory segment`. Error."""
-    rows = _live(ctx).filter(pl.col("family") == "shm")
-    if rows.is_empty():
-        return []
-    return [make("shm-exhausted", "error", f"NCCL could not create its shared-memory segments, first {where(rows.head(1), ctx)}",
-                 "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
-                 "Docker's default /dev/shm is 64 MB, far too small.",
-                 "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
-                 "medium: Memory at /dev/shm. NCCL_SHM_DISABLE=1 avoids it at a bandwidth cost.",
-                 rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).head(8), ctx)]
-
-
-@rule("duplicate-gpu", "error", "Two ranks on the same GPU", "errors")
-def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
-    """NCCL's `Duplicate GPU detected : rank a and rank b both on CUDA device <busId>` (also inside a torch
-    `Last error`), or two ranks of one communicator whose Init lines name the same host and busId. Error.
-    Every rank printing `[0]` alone is not a duplicate (each process may see one GPU as device 0)."""
-    w = ctx.logs.warnings.filter((pl.col("family") == "duplicate_gpu")
-                                 | pl.col("message").fill_null("").str.contains(r"(?i)duplicate gpu detected"))
-    inits = ctx.logs.inits.filter(pl.col("bus_id").is_not_null() & pl.col("rank").is_not_null())
-    clash = norm_host(inits).group_by(["host", "bus_id", "nranks", "comm_id"]).agg(
-        pl.col("rank").n_unique().alias("n")).filter(pl.col("n") > 1)
-    same = norm_host(inits).join(clash.select("host", "bus_id", "nranks", "comm_id"),
-                                 on=["host", "bus_id", "nranks", "comm_id"], nulls_equal=True)
-    rows = cite(w, same)
-    if rows.is_empty():
-        return []
-    named = w["message"].fill_null("").str.extract_all(r"rank (\d+)").explode().str.extract(r"(\d+)", 1)
-    devices = sorted(set(w["message"].fill_null("").str.extract(r"CUDA device ([0-9a-fA-F]+)", 1).drop_nulls().to_list()))
-    title = "Several ranks were bound to the same GPU" + (f" (busId {', '.join(devices)})" if devices else "")
-    return [make("duplicate-gpu", "error", title,
-                 "Each rank must own its GPU; here two ranks resolved to one device, so NCCL refuses to build the "
-                 "communicator (ncclInvalidUsage).",
-                 "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
-                 "per process and the launcher's --local_rank / --gpus settings.",
-                 rows.unique(["path", "line"], maintain_order=True).head(10), ctx,
-                 named_ranks=[int(v) for v in named.drop_nulls().to_list()])]
-
-
-@rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors")
-def nvls_failure(ctx: Context) -> Iterable[Finding]:
-    """A CUDA failure in transport/nvls.cc (`Cuda failure 401|1|801 …`), the 2.29+ `Failed to bind NVLink
-    SHARP (NVLS) Multicast memory` text, or an error trail through nvls.cc. Error. `NVLS multicast support
-    is not available` alone is benign (no NVSwitch)."""
-    rows = _nvls_rows(ctx)
-    if rows.is_empty():
-        return []
-    return [make("nvls-failure", "error", f"NVLink SHARP (NVLS) multicast setup failed, first {where(rows.sort('line').head(1), ctx)}",
-                 "NVLS needs a healthy Fabric Manager / NVSwitch state; this usually happens when the fabric "
-                 "manager was restarted while processes held NVLS resources, or IMEX channels are missing.",
-                 "Reboot the node (or restart nvidia-fabricmanager with no GPU processes running) and load "
-                 "nvidia-caps-imex-channels; NCCL_NVLS_ENABLE=0 avoids NVLS as a workaround.",
-                 rows.unique(["path", "line"], maintain_order=True).sort(["path", "line"]).head(8), ctx)]
-
-
-def _nvls_rows(ctx: Context) -> pl.DataFrame:
-    live = _live(ctx)
-    w = live.filter(_is_nvls() & (pl.col("family").is_in(["nvls", "cuda", "oom", "other"]) | (pl.col("level") == "WARN")))
-    w = pl.concat([w, live.join(_nvls_trailed(ctx, live.filter(pl.col("family").is_in(["cuda", "oom"]))),
-                                on=["path", "line"])])
-    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(r"NVLink SHARP|NVLS"))
-    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"Failed to bind NVLink SHARP"))
-    trail = ctx.logs.trail.filter(pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0))
-    return cite(w, torch, unk, trail.unique(["path", "host", "pid"], keep="first", maintain_order=True))

@@ -110,3 +110,13 @@ def test_shm_is_info_and_p2p_is_silent() -> None:
     [f] = run("p2p-degraded", logs(connections=[_conn(A, 2, 0, "SHM")]))
     assert f.severity == "info"
     assert run("p2p-degraded", logs(connections=[_conn(A, 0, 1, "P2P")])) == []
+
+
+def test_net_plugin_on_some_nodes_only() -> None:
+    lf = logs(network=[{**A, "kind": "plugin", "detail": "NET/Plugin: Loaded net plugin FastSocket (v4)"},
+                       {**B, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."}])
+    [f] = run("version-mismatch", lf)
+    assert f.severity == "warning" and "FastSocket" in f.title and f.hosts == ("node-a", "node-b")
+    same = logs(network=[{**A, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."},
+                         {**B, "kind": "plugin", "detail": "NET/Plugin: Using internal network plugin."}])
+    assert run("version-mismatch", same) == []

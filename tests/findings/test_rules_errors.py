@@ -111,3 +111,10 @@ def test_duplicate_gpu_warn_and_bus_id_clash() -> None:
 def test_every_rank_on_device_zero_is_not_duplicate() -> None:
     lf = logs(inits=[init(A, 0, 2, bus_id="1000"), init(B, 1, 2, bus_id="1000")])  # different hosts
     assert run("duplicate-gpu", lf) == []
+
+
+def test_nvls_available_on_some_nodes_only() -> None:
+    lf = logs(channels=[{**A, "kind": "nvls_unavailable"}, {**B, "kind": "nvls_comm"}])
+    [f] = run("nvls-failure", lf)
+    assert f.severity == "warning" and f.hosts == ("node-a", "node-b")
+    assert run("nvls-failure", logs(channels=[{**A, "kind": "nvls_unavailable"}, {**B, "kind": "nvls_unavailable"}])) == []
