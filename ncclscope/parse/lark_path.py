@@ -19,7 +19,7 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse import peel
+from ncclscope.parse import fastpath, peel
 from ncclscope.parse.families import FAMILIES
 from ncclscope.parse.transform import TABLES, to_table
 
@@ -101,7 +101,9 @@ def parse_line(line: str, *, path: str = "<line>", lineno: int = 1) -> list[Any]
     if found is None:
         return []
     fam, fields = found
-    hit = row.with_columns([pl.lit(v, pl.Utf8).alias(f"f_{k}") for k, v in fields.items()])
+    names = next(n for f, _, n in fastpath.family_patterns() if f == fam)
+    every = {G.base_field(n) for n in names}  # absent optional fields are null columns, as in the fast path
+    hit = row.with_columns([pl.lit(fields.get(k), pl.Utf8).alias(f"f_{k}") for k in sorted(every | set(fields))])
     table, rows = to_table(fam, hit)
     cls = RECORD_TYPES[table]
     return [cls(**r) for r in rows.to_dicts()]

@@ -22,7 +22,8 @@ TABLES: dict[str, S.Schema] = {
     "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
     "collectives": S.COLLECTIVES,
 }
-_ORIGIN = set(S.ORIGIN)
+# Columns every matched row has before shaping (prefix fields); message fields override them.
+_BASE = frozenset({*S.ORIGIN, "msg", "level", "src_file", "src_line", "func", "prefixed"})
 
 
 def f(name: str) -> pl.Expr:
@@ -44,8 +45,8 @@ def _typed(df: pl.DataFrame, schema: S.Schema) -> pl.DataFrame:
     out = []
     for col, dtype in schema.items():
         src = f"f_{col}"
-        if src not in df.columns:
-            continue
+        if src not in df.columns or (col in df.columns and col not in _BASE):
+            continue  # a column the family's shaper set itself wins over the raw field
         if dtype == pl.Int64:
             out.append(pl.col(src).str.to_integer(base=16 if col in HEX_FIELDS else 10, strict=False).alias(col))
         elif dtype == pl.Utf8:
