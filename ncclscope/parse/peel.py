@@ -112,7 +112,7 @@ def peel_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     For lines with no NCCL prefix, what is left after the wrappers becomes `msg`.
     """
     pat = wrapper_pattern()
-    df = df.with_columns(pl.lit(None, pl.Utf8).alias("rank_hint"), pl.lit(None, pl.Utf8).alias("ts"))
+    df = df.with_columns(*[pl.lit(None, pl.Utf8).alias(c) for c in ("rank_hint", "rank_tag", "ts")])
     settled: list[pl.DataFrame] = []
     pending = df
     for _ in range(MAX_WRAPPERS):
@@ -124,16 +124,19 @@ def peel_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         if pending.height == 0:
             break
         g = rx.groups(pending["junk"], pat)
-        rh, ts = _coalesced(g, ("rank_hint", "ts"))
+        rh, tag, ts = _coalesced(g, ("rank_hint", "rank_tag", "ts"))
         pending = pending.with_columns(
             pl.coalesce(pl.col("rank_hint"), rh).alias("rank_hint"),
+            pl.coalesce(pl.col("rank_tag"), tag).alias("rank_tag"),
             pl.coalesce(pl.col("ts"), ts).alias("ts"),
             pl.col("junk").str.slice(g["_w"].str.len_chars()).alias("junk"),
         )
     settled.append(pending)
     out = pl.concat(settled, how="vertical_relaxed")
     return out.with_columns(
-        pl.when(pl.col("prefixed")).then(pl.col("msg")).otherwise(pl.col("junk")).alias("msg"))
+        pl.when(pl.col("prefixed")).then(pl.col("msg")).otherwise(pl.col("junk")).alias("msg"),
+        pl.coalesce("rank_hint", "rank_tag").alias("rank_hint"),
+    ).drop("rank_tag")
 
 
 def _general(df: pl.DataFrame) -> pl.DataFrame:
