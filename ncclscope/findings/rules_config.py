@@ -124,8 +124,9 @@ def _version_lines(ctx: Context, kind: str) -> pl.DataFrame:
 @rule("version-mismatch", "error", "NCCL or CUDA driver versions differ across ranks", "config")
 def version_mismatch(ctx: Context) -> Iterable[Finding]:
     """Ranks report different NCCL versions (per-rank banner from 2.27, per-file bare banner before,
-    or torch's `NCCL version` text): error. Different `cudaDriverVersion`: warning. NCCL's own
-    `Mismatched NCCL version detected` WARN: error."""
+    or torch's `NCCL version` text): error. Different `cudaDriverVersion`: warning. An external net
+    plugin (FastSocket, aws-ofi, HPC-X) loaded on some hosts while others run the internal one: warning.
+    NCCL's own `Mismatched NCCL version detected` WARN: error."""
     out: list[Finding] = []
     r = ctx.ranks
     versions = r["nccl_version"].drop_nulls().unique().sort().to_list()
