@@ -1,3 +1,99 @@
-"""CLI stage, `ncclscope capture`: PLACEHOLDER until the capture script lands."""
+"""CLI stage, `ncclscope capture`: run the bundled torchrun job (optionally with injected faults)
+and leave per-rank logs, traces, Flight Recorder dumps and manifests in one directory.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncclscope.capture import CaptureResult, Fault
+from ncclscope.cli import app
+from ncclscope.cli.console import stderr_console, stdout_console
+from ncclscope.cli.options import Quiet
+from ncclscope.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+
+
+class BackendChoice(str, Enum):
+    auto = "auto"
+    nccl = "nccl"
+    gloo = "gloo"
+
+
+INJECT_HELP = ("Fault to inject (repeatable): straggler:rank=R,delay_ms=D | hang:rank=R | mismatch:rank=R | "
+               "crash:rank=R[,code=C] | iface:rank=R,name=lo | no-ib:rank=R | no-p2p[:rank=R]. "
+               "hang/mismatch/crash take at=STEP; rank=1+3 names several ranks.")
+
+
+@app.command(no_args_is_help=False)
+def capture(
+    torchrun_args: Annotated[list[str] | None, typer.Argument(
+        help="Extra torchrun arguments, after `--` (e.g. -- --rdzv-endpoint host:29500).",
+        show_default=False)] = None,
+    nproc_per_node: Annotated[int, typer.Option("--nproc-per-node", help="Ranks per node.")] = 2,
+    nnodes: Annotated[str, typer.Option("--nnodes", help="Nodes: N or MIN:MAX (torchrun's form).")] = "1",
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="New or empty output directory [default: ./ncclscope-capture-<UTC time>].",
+        show_default=False)] = None,
+    inject: Annotated[list[str] | None, typer.Option("--inject", "-i", help=INJECT_HELP,
+                                                     show_default=False)] = None,
+    backend: Annotated[BackendChoice, typer.Option(
+        "--backend", help="nccl (GPUs) or gloo (CPU); auto picks nccl when a GPU is visible.")] = BackendChoice.auto,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Process-group (collective) timeout in seconds; a hang ends after it.")] = 30.0,
+    run_timeout: Annotated[float | None, typer.Option(
+        "--run-timeout", help="Outer bound on the whole run, in seconds [default: 2 × timeout + 120].",
+        show_default=False)] = None,
+    coll: Annotated[bool, typer.Option("--coll", help="Add COLL to NCCL_DEBUG_SUBSYS (one line per collective).")]
+    = False,
+    env: Annotated[list[str] | None, typer.Option(
+        "--env", help="Extra KEY=VALUE for every rank (repeatable); wins over capture's own settings.",
+        show_default=False)] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Run a small DDP + collectives job under torchrun and capture its evidence. Exit 0: evidence
+    captured (a job that fails under an injected fault counts); 1: the job failed with no fault
+    injected; 2: bad options, torch missing, or no evidence at all."""
+    from ncclscope.capture import CaptureOptions, parse_faults, resolve_backend, run_capture
+
+    faults = parse_faults(inject or [])
+    opts = CaptureOptions(
+        out_dir=out or Path(f"ncclscope-capture-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"),
+        nproc_per_node=nproc_per_node, nnodes=nnodes, backend=resolve_backend(backend.value), faults=faults,
+        timeout_s=timeout, run_timeout_s=run_timeout, coll=coll, extra_env=_parse_env(env or []),
+        torchrun_args=tuple(torchrun_args or ()))
+    err = stderr_console()
+    echo = None if quiet else (lambda line: err.print(line, markup=False, highlight=False, style="dim",
+                                                      soft_wrap=True))
+    res = run_capture(opts, echo=echo)
+    _summary(res, faults)
+    for note in res.notes:
+        err.print(f"warning: {note}", markup=False)
+    if not res.files.get("manifest"):
+        raise typer.Exit(EXIT_BAD_INPUT)
+    raise typer.Exit(EXIT_FINDINGS if res.returncode != 0 and not faults else EXIT_OK)
+
+
+def _parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not key.strip().replace("_", "").isalnum():
+            raise InputError(f"--env: expected KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return tuple(sorted(out.items()))
+
+
+def _summary(res: CaptureResult, faults: tuple[Fault, ...]) -> None:
+    out = stdout_console()
+    state = "timed out (killed)" if res.timed_out else f"exit status {res.returncode}"
+    out.print(f"capture: {res.out_dir}  ({state}, {res.elapsed_s:.1f} s)", markup=False)
+    for kind, files in res.files.items():
+        out.print(f"  {kind:9s} {len(files)} file(s)", markup=False)
+    if faults:
+        out.print("  injected " + "; ".join(f.spec for f in faults), markup=False)
+    out.print(f"next: ncclscope analyze {res.out_dir}", markup=False)

@@ -1,0 +1,159 @@
+"""Capture stage, configuration: what the launcher hands every worker, where each file goes, and
+the environment that makes NCCL and PyTorch write their evidence (no torch here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, cast
+
+from ncclscope.capture.faults import STEP_FAULTS, Fault
+
+Backend = Literal["nccl", "gloo"]
+CONFIG_ENV = "NCCLSCOPE_CAPTURE_CONFIG"
+SUBSYS = ("INIT", "BOOTSTRAP", "ENV", "NET", "GRAPH", "TUNING")
+# NCCL >= 2.26 prints its own timestamp; `%6f` is NCCL's microsecond extension. NCCL formats it in
+# local time, so the job runs with TZ=UTC and the timestamps are UTC.
+NCCL_TIMESTAMP_FORMAT = "[%F %T.%6f] "
+FR_BUFFER = "2000"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every file a capture writes, relative to its output directory."""
+
+    root: Path
+
+    @property
+    def launcher_log(self) -> Path:
+        return self.root / "logs" / "torchrun.log"
+
+    def run_manifest(self, host: str | None = None) -> Path:
+        return self.root / ("capture.json" if host is None else f"capture.{host}.json")
+
+    def log(self, rank: int) -> Path:
+        return self.root / "logs" / f"rank{rank}.log"
+
+    def nccl_log(self, rank: int) -> Path:
+        return self.root / "logs" / f"nccl_rank{rank}.log"
+
+    def trace(self, rank: int) -> Path:
+        return self.root / "traces" / f"rank{rank}.pt.trace.json.gz"
+
+    def manifest(self, rank: int) -> Path:
+        return self.root / "manifest" / f"rank{rank}.json"
+
+    @property
+    def flight_prefix(self) -> Path:
+        # PyTorch appends the global rank to this prefix, as with its default /tmp/nccl_trace_rank_<r>.
+        return self.root / "flight" / "nccl_trace_rank_"
+
+    def flight(self, rank: int) -> Path:
+        return Path(f"{self.flight_prefix}{rank}")
+
+    def make_dirs(self) -> None:
+        for sub in ("logs", "traces", "manifest", "flight"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    """What every worker runs: backend, timeouts, workload shape and the faults to inject."""
+
+    out_dir: str
+    backend: Backend = "gloo"
+    timeout_s: float = 30.0
+    faults: tuple[Fault, ...] = ()
+    sizes: tuple[int, ...] = (1024, 65536, 262144)  # float32 elements: 4 KiB, 256 KiB, 1 MiB
+    profile_wait: int = 1
+    profile_warmup: int = 1
+    profile_active: int = 2
+    extra_steps: int = 2
+    coll: bool = False
+    extra_env: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(Path(self.out_dir))
+
+    @property
+    def fault_step(self) -> int:
+        """Default step for hang/mismatch/crash: the first one after the profiled window, so the
+        traces are already written when the fault fires."""
+        return self.profile_wait + self.profile_warmup + self.profile_active
+
+    @property
+    def steps(self) -> int:
+        ats = [f.at for f in self.faults if f.kind in STEP_FAULTS and f.at is not None]
+        return max([self.fault_step, *ats]) + self.extra_steps
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "out_dir": self.out_dir, "backend": self.backend, "timeout_s": self.timeout_s,
+            "faults": [f.to_json() for f in self.faults], "sizes": list(self.sizes),
+            "profile_wait": self.profile_wait, "profile_warmup": self.profile_warmup,
+            "profile_active": self.profile_active, "extra_steps": self.extra_steps, "coll": self.coll,
+            "extra_env": dict(self.extra_env),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> CaptureConfig:
+        faults = cast(list[dict[str, object]], d.get("faults") or [])
+        env = cast(dict[str, str], d.get("extra_env") or {})
+        return cls(
+            out_dir=str(d["out_dir"]), backend=cast(Backend, d.get("backend", "gloo")),
+            timeout_s=float(cast(float, d.get("timeout_s", 30.0))),
+            faults=tuple(Fault.from_json(f) for f in faults),
+            sizes=tuple(int(s) for s in cast(list[int], d.get("sizes") or [1024])),
+            profile_wait=int(cast(int, d.get("profile_wait", 1))),
+            profile_warmup=int(cast(int, d.get("profile_warmup", 1))),
+            profile_active=int(cast(int, d.get("profile_active", 2))),
+            extra_steps=int(cast(int, d.get("extra_steps", 2))), coll=bool(d.get("coll", False)),
+            extra_env=tuple(sorted(env.items())),
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CaptureConfig:
+        raw = (environ if environ is not None else os.environ).get(CONFIG_ENV)
+        if not raw:
+            raise RuntimeError(f"{CONFIG_ENV} is not set: start the worker through `ncclscope capture`")
+        return cls.from_json(json.loads(raw))
+
+
+def job_env(cfg: CaptureConfig) -> dict[str, str]:
+    """Environment for torchrun and so for every worker: NCCL debug output, Flight Recorder,
+    PyTorch's C++ INFO lines, UTC clocks. `--env` values given by the user win."""
+    fr = str(cfg.layout.flight_prefix)
+    env = {
+        "TZ": "UTC",
+        "PYTHONUNBUFFERED": "1",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_DEBUG_SUBSYS": ",".join(SUBSYS + (("COLL",) if cfg.coll else ())),
+        "NCCL_DEBUG_TIMESTAMP_LEVELS": "ALL",
+        "NCCL_DEBUG_TIMESTAMP_FORMAT": NCCL_TIMESTAMP_FORMAT,
+        "TORCH_CPP_LOG_LEVEL": "INFO",
+        # Flight Recorder: the NCCL-era names and the backend-neutral ones (torch >= 2.7).
+        "TORCH_NCCL_TRACE_BUFFER_SIZE": FR_BUFFER,
+        "TORCH_FR_BUFFER_SIZE": FR_BUFFER,
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr,
+        "TORCH_FR_DUMP_TEMP_FILE": fr,
+        "TORCH_NCCL_DESYNC_DEBUG": "1",
+        CONFIG_ENV: json.dumps(cfg.to_json()),
+    }
+    env.update(dict(cfg.extra_env))
+    return env
+
+
+def rank_env(cfg: CaptureConfig, rank: int) -> dict[str, str]:
+    """Per-rank environment the worker sets before the backend initialises: NCCL's own log file
+    (NCCL substitutes only %h and %p, never the rank) and the environment faults of this rank."""
+    env = {"NCCL_DEBUG_FILE": str(cfg.layout.nccl_log(rank))}
+    for f in cfg.faults:
+        if f.applies_to(rank):
+            env.update(f.env())
+    return env
