@@ -6,7 +6,10 @@ analysis itself names."""
 from __future__ import annotations
 
 import ipaddress
+import multiprocessing
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -71,21 +74,29 @@ def _hosts(s: object) -> set[str]:
     return out
 
 
-def test_redaction_on_the_corpus(corpus_dir: Path) -> None:
-    files = sorted(corpus_dir.glob("*.log"))
-    assert len(files) > 50
+def check_file(path: str) -> tuple[int, dict[str, list[str]]]:
+    """(identifying values found in the input, leaks per format) for one corpus log."""
+    f = Path(path)
+    s = analyze([path])
+    bad = identifying(f.read_text(encoding="utf-8", errors="replace"), _hosts(s))
     problems: dict[str, list[str]] = {}
-    checked = 0
-    for f in files:
-        s = analyze([str(f)])
-        bad = identifying(f.read_text(encoding="utf-8", errors="replace"), _hosts(s))
-        for fmt in ("json", "markdown", "html"):
-            out = render(s, fmt, command=f"ncclscope report {f} -o r", redact=True)
-            if fmt == "html":
-                out = out.replace(H._plotly_js(), "")
-            found = leaks(out, bad)
-            if found:
-                problems[f"{f.name} ({fmt})"] = found[:5]
-        checked += sum(len(v) for v in bad.values())
+    for fmt in ("json", "markdown", "html"):
+        out = render(s, fmt, command=f"ncclscope report {f} -o r", redact=True)
+        if fmt == "html":
+            out = out.replace(H._plotly_js(), "")
+        found = leaks(out, bad)
+        if found:
+            problems[f"{f.name} ({fmt})"] = found[:5]
+    return sum(len(v) for v in bad.values()), problems
+
+
+def test_redaction_on_the_corpus(corpus_dir: Path) -> None:
+    files = [str(f) for f in sorted(corpus_dir.glob("*.log"))]
+    assert len(files) > 50
+    workers = max(1, min(4, os.cpu_count() or 1))
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(check_file, files, chunksize=4))
+    checked = sum(n for n, _ in results)
+    problems = {k: v for _, p in results for k, v in p.items()}
     assert checked > 100  # the corpus does hold identifying values to redact
     assert problems == {}
