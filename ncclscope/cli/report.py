@@ -71,7 +71,7 @@ def report(
     s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress)
     command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
     if progress:
-        progress(f"rendering {renderer.name} report")
+        progress(f"{s.ranks.height} ranks, {len(s.findings)} findings; rendering the {renderer.name} report")
     if to_stdout:
         typer.echo(render(s, renderer.name, command=command, redact=redact), nl=False)
     else:

@@ -80,6 +80,7 @@ def test_progress_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch.setattr(console, "time", _Clock())
     assert main(["report", *MISMATCH, "--trace", TRACES, "-o", str(tmp_path / "r.md")]) == 0
     captured = capsys.readouterr()
-    assert "rendering markdown report" in captured.err and "wrote " in captured.err
+    assert "rendering the markdown report" in captured.err and "wrote " in captured.err
+    assert "ranks, " in captured.err and "read 2/2 files" in captured.err
     assert "trace " in captured.err  # the trace reader's own progress
     assert captured.out == ""
