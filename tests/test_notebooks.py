@@ -28,9 +28,15 @@ def kernel_manager_factory(tmp_path_factory: pytest.TempPathFactory):  # type: i
     root = tmp_path_factory.mktemp("kernels")
     spec = root / KERNEL
     spec.mkdir()
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "ncclscope tests", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "ncclscope tests",
+                "language": "python",
+            }
+        )
+    )
     ksm = KernelSpecManager(kernel_dirs=[str(root)], ensure_native_kernel=False)
 
     def make() -> KernelManager:
@@ -47,13 +53,25 @@ def test_there_are_notebooks() -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, kernel_manager_factory) -> None:  # type: ignore[no-untyped-def]
     nb = nbformat.read(path, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), (
+        "commit notebooks without outputs"
+    )
     assert [c.cell_type for c in nb.cells[:2]] == ["markdown", "markdown"]  # Description, API, then Example
-    client = nbclient.NotebookClient(nb, km=kernel_manager_factory(), timeout=300, allow_errors=False,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb,
+        km=kernel_manager_factory(),
+        timeout=300,
+        allow_errors=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors == []
-    figures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-               if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    figures = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "application/vnd.plotly.v1+json" in o.get("data", {})
+    ]
     assert figures or "quickstart" in path.stem  # the figure notebooks did draw

@@ -85,7 +85,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(3, 4),
-            preexec_fn=_onto_3_and_4(to_child_r, from_child_w),
+            preexec_fn=_onto_3_and_4(to_child_r, from_child_w),  # noqa: PLW1509 (no threads here)
         )
         os.close(to_child_r)
         os.close(from_child_w)

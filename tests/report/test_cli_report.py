@@ -14,9 +14,12 @@ MISMATCH = [str(p) for p in sorted((SAMPLES / "logs").glob("nccl1267_*.log"))]
 TRACES = str(SAMPLES / "traces" / "param_dlrm_8rank")
 
 
-@pytest.mark.parametrize("suffix, head", [(".md", "# ncclscope report"), (".html", "<!DOCTYPE html>"),
-                                          (".json", "{")])
-def test_format_from_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, head: str) -> None:
+@pytest.mark.parametrize(
+    "suffix, head", [(".md", "# ncclscope report"), (".html", "<!DOCTYPE html>"), (".json", "{")]
+)
+def test_format_from_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, head: str
+) -> None:
     out = tmp_path / f"r{suffix}"
     assert main(["report", *MISMATCH, "-o", str(out), "-q"]) == 0
     assert out.read_text(encoding="utf-8").startswith(head)
@@ -57,7 +60,7 @@ def test_traces_feed_the_arrival_heatmap(tmp_path: Path) -> None:
     assert main(["report", MISMATCH[0], "--trace", TRACES, "-o", str(out), "-q"]) == 0
     page = out.read_text(encoding="utf-8")
     start = page.index('id="ncclscope-figures">') + len('id="ncclscope-figures">')
-    figs = json.loads(page[start:page.index("</script>", start)])
+    figs = json.loads(page[start : page.index("</script>", start)])
     heat = figs["fig-arrivals"]["data"][0]
     assert heat["type"] == "heatmap" and len(heat["y"]) == 8
 
@@ -73,9 +76,10 @@ class _Clock:
         return self.t
 
 
-def test_progress_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import ncclscope.cli.console as console
+def test_progress_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ncclscope.cli import console
 
     monkeypatch.setattr(console, "time", _Clock())
     assert main(["report", *MISMATCH, "--trace", TRACES, "-o", str(tmp_path / "r.md")]) == 0

@@ -40,12 +40,18 @@ def identifying(text: str, hosts: set[str]) -> dict[str, set[str]]:
         if not (a.is_loopback or a.is_unspecified):
             ip4.add(v)
     # IPv6: the last two groups of each address-like token with a hex letter are its signature.
-    ip6 = {":".join(m.split(":")[-2:]).lower() for m in _IP6.findall(text)
-           if re.search("[a-fA-F]", m) and "::" not in m[-6:] and len(m) >= 14 and all(m.split(":")[-2:])}
+    ip6 = {
+        ":".join(m.split(":")[-2:]).lower()
+        for m in _IP6.findall(text)
+        if re.search("[a-fA-F]", m) and "::" not in m[-6:] and len(m) >= 14 and all(m.split(":")[-2:])
+    }
     users = set(_USER.findall(text))
     return {
         "host": set(_CORPUS_HOST.findall(text)) | set(_PREFIX_HOST.findall(text)) | hosts,
-        "ip4": ip4, "ip6": ip6, "user": users, "ptr": {p.lower() for p in _PTR.findall(text)},
+        "ip4": ip4,
+        "ip6": ip6,
+        "user": users,
+        "ptr": {p.lower() for p in _PTR.findall(text)},
     }
 
 

@@ -15,7 +15,9 @@ def test_topology_edges_carry_transport_and_close_rings() -> None:
     conn = edges.filter(pl.col("kind") == "connection")
     assert conn.height == 16  # 8 ranks × 2 channels
     assert set(conn["label"]) == {"P2P", "NET/IB GDR"}
-    assert conn.filter((pl.col("src_rank") == 3) & (pl.col("channel") == 0))["label"].to_list() == ["NET/IB GDR"]
+    assert conn.filter((pl.col("src_rank") == 3) & (pl.col("channel") == 0))["label"].to_list() == [
+        "NET/IB GDR"
+    ]
     # Ring orders add nothing once every hop has its connection line; trees are their own kind.
     assert edges.filter(pl.col("kind") == "ring").is_empty()
     assert edges.filter(pl.col("kind") == "tree").height == 7
@@ -63,8 +65,12 @@ def test_hang_view_marks_the_rank_behind() -> None:
 
 
 def test_empty_frames_say_why(empty_session) -> None:  # type: ignore[no-untyped-def]
-    for build, phrase in [(figures.topology, "no ring"), (figures.arrivals, "no trace given"),
-                          (figures.timeline, "no trace given"), (figures.hang, "nothing says how far")]:
+    for build, phrase in [
+        (figures.topology, "no ring"),
+        (figures.arrivals, "no trace given"),
+        (figures.timeline, "no trace given"),
+        (figures.hang, "nothing says how far"),
+    ]:
         fig = build(empty_session)
         assert phrase in fig.layout.annotations[0].text
     assert "no ring" in topology_figure(pl.DataFrame(), pl.DataFrame()).layout.annotations[0].text
