@@ -165,7 +165,8 @@ def timeline_figure(timeline: pl.DataFrame, *, note: str | None = None) -> go.Fi
     fig.update_layout(
         title=title + shown,
         xaxis_title="ms after the first collective",
-        yaxis={"title": "rank", "type": "category", "categoryorder": "category ascending"},
+        # Rank 0 on top, as in the arrival heatmap above it.
+        yaxis={"title": "rank", "type": "category", "categoryorder": "category descending"},
         **LAYOUT,
     )
     return fig

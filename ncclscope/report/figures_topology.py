@@ -137,10 +137,13 @@ def _add_nodes(fig: go.Figure, nodes: pl.DataFrame, pos: dict[int, tuple[float, 
         x = sum(pos[r][0] for r in ranks) / len(ranks)
         y = sum(pos[r][1] for r in ranks) / len(ranks)
         norm = math.hypot(x, y) or 1.0
+        # Outside the circle, growing away from it, so a long host name never covers a rank.
         fig.add_annotation(
-            x=1.22 * x / norm,
-            y=1.22 * y / norm,
+            x=1.14 * x / norm,
+            y=1.14 * y / norm,
             text=f"<b>{escape_text(h)}</b>",
+            xanchor="left" if x > 0.2 * norm else "right" if x < -0.2 * norm else "center",
+            yanchor="bottom" if y > 0.7 * norm else "top" if y < -0.7 * norm else "middle",
             showarrow=False,
             font={"color": color[h], "size": 12},
         )

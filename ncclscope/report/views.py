@@ -173,7 +173,7 @@ def topology_nodes(ranks: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     )
     seen = pl.concat([edges["src_rank"], edges["dst_rank"], known["rank"]]).drop_nulls().unique()
     nodes = pl.DataFrame({"rank": seen}).join(known, on="rank", how="left")
-    return nodes.with_columns(pl.col("host").fill_null("?")).sort("host", "rank")
+    return nodes.with_columns(pl.col("host").fill_null("(host unknown)")).sort("host", "rank")
 
 
 # --- traces -----------------------------------------------------------------------------------
