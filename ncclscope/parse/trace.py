@@ -18,7 +18,7 @@ import polars as pl
 from ncclscope import schema as S
 from ncclscope.errors import TraceError
 from ncclscope.parse.trace_decode import DecodedTrace, decode
-from ncclscope.parse.trace_link import collectives_of, gloo_of
+from ncclscope.parse.trace_link import COMM_FIELDS, collectives_of, gloo_of
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
 _SUFFIXES = (".json", ".json.gz")
@@ -62,7 +62,7 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
                 progress: Callable[[str], None] | None = None) -> TraceFrames:
     """Read every rank's trace; raises TraceError (one line) for a file that cannot be used."""
     files = expand_trace_paths(paths)
-    acc: dict[str, dict[str, list[object]]] = {k: {} for k in _KINDS}
+    acc: dict[str, list[pl.DataFrame]] = {k: [] for k in _KINDS}
     ranks: list[pl.DataFrame] = []
     pgs: list[pl.DataFrame] = []
     seen: dict[int, str] = {}
@@ -84,19 +84,12 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
 _KINDS = ("gpu", "nccl", "launches", "ops", "steps")
 
 
-def _accumulate(acc: dict[str, dict[str, list[object]]], d: DecodedTrace, rank: int) -> None:
-    # Columns of all files are gathered first so that Polars links them in one pass, not per file.
+def _accumulate(acc: dict[str, list[pl.DataFrame]], d: DecodedTrace, rank: int) -> None:
+    # Each file's columns become compact Polars frames at once (its Python lists are dropped with `d`);
+    # linking runs once over the concatenation of every rank, not per file.
     off = _offset_us(d)
     for kind in _KINDS:
-        cols: dict[str, list[object]] = getattr(d, kind)
-        n = len(next(iter(cols.values()))) if cols else 0
-        dst = acc[kind]
-        for k, v in cols.items():
-            dst.setdefault(k, []).extend(v)
-        dst.setdefault("rank", []).extend([rank] * n)
-        dst.setdefault("off", []).extend([off] * n)
-        dst.setdefault("path", []).extend([d.path] * n)
-        dst.setdefault("host", []).extend([d.host] * n)
+        acc[kind].append(_frame(getattr(d, kind), rank=rank, off=off, path=d.path, host=d.host))
 
 
 def _rank_of(d: DecodedTrace, rank_map: dict[str, int]) -> tuple[int, str]:
@@ -122,25 +115,30 @@ def _offset_us(d: DecodedTrace) -> float:
     return d.base_ns / 1000.0 if sample < _EPOCH_US_2001 else 0.0
 
 
-def _frame(cols: dict[str, list[object]]) -> pl.DataFrame:
+def _frame(cols: dict[str, list[object]], *, rank: int, off: float, path: str, host: str | None) -> pl.DataFrame:
     df = pl.DataFrame(cols, strict=False, infer_schema_length=None)
-    exprs: list[pl.Expr] = [pl.col("rank").cast(pl.Int64), pl.col("path").cast(pl.Utf8), pl.col("host").cast(pl.Utf8)]
+    exprs: list[pl.Expr] = [pl.lit(rank, dtype=pl.Int64).alias("rank"), pl.lit(path, dtype=pl.Utf8).alias("path"),
+                            pl.lit(host, dtype=pl.Utf8).alias("host")]
     if "ts" in cols:
-        exprs.append((pl.col("ts").cast(pl.Float64) + pl.col("off").cast(pl.Float64)).alias("ts"))
+        exprs.append((pl.col("ts").cast(pl.Float64) + off).alias("ts"))
     if "dur" in cols:
         exprs.append(pl.col("dur").cast(pl.Float64).fill_null(0.0).alias("dur"))
     for c in ("stream", "tid"):
         if c in cols:
             exprs.append(pl.col(c).cast(pl.Utf8).cast(pl.Int64, strict=False).alias(c))
-    for c in ("name", "coll", "input_dims", "input_type"):
+    for c in ("external_id", "correlation"):
         if c in cols:
-            exprs.append(pl.col(c).cast(pl.Utf8))
+            exprs.append(pl.col(c).cast(pl.Int64, strict=False))
+    exprs.extend(pl.col(c).cast(pl.Utf8) for c in cols if c in _TEXT)
     return df.with_columns(exprs)
 
 
-def _build(acc: dict[str, dict[str, list[object]]], ranks: list[pl.DataFrame],
+_TEXT = ("name", "input_dims", "input_type", *COMM_FIELDS)
+
+
+def _build(acc: dict[str, list[pl.DataFrame]], ranks: list[pl.DataFrame],
            pgs: list[pl.DataFrame]) -> TraceFrames:
-    gpu, nccl, launches, ops, st = (_frame(acc[k]) for k in _KINDS)
+    gpu, nccl, launches, ops, st = (pl.concat(acc[k], how="vertical_relaxed") for k in _KINDS)
     kernels = gpu.select("rank", "stream", pl.col("ts").alias("start_us"),
                          (pl.col("ts") + pl.col("dur")).alias("end_us"), pl.col("is_comm").cast(pl.Boolean))
     steps = st.select("path", "rank", pl.col("name").cast(pl.Utf8).str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),

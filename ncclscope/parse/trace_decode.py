@@ -46,7 +46,8 @@ class _Event(msgspec.Struct, gc=False):
     tid: int | str = 0
     ts: float = 0.0
     dur: float = 0.0
-    args: _Args | None = None
+    # Raw until the event proves relevant: most events' args are never looked at.
+    args: msgspec.Raw = msgspec.Raw()
 
 
 class _Trace(msgspec.Struct):
@@ -58,6 +59,17 @@ class _Trace(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Trace | list[_Event])
+_ARGS = msgspec.json.Decoder(_Args)
+_NO_ARGS = _Args()
+
+
+def _args(e: _Event) -> _Args:
+    if not e.args:
+        return _NO_ARGS
+    try:
+        return _ARGS.decode(e.args)
+    except msgspec.DecodeError:  # a relevant event whose args are not what any Kineto version wrote
+        return _NO_ARGS
 _COMM_FIELDS = ("coll", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
                 "pg_ranks", "seq", "comms_id")
 _OP_PREFIXES = ("nccl:", "gloo:", "c10d::")
@@ -135,18 +147,16 @@ def _columnarise(events: list[_Event], out: DecodedTrace) -> None:
             is_nccl = cat == "kernel" and name.startswith("nccl") and "Kernel_" in name[:16]
             _add(gpu, stream=e.tid, ts=e.ts, dur=e.dur, is_comm=is_nccl)
             if is_nccl:
-                _add_with_args(nccl, e, stream=e.tid, ts=e.ts, dur=e.dur, name=name)
+                _add_with_args(nccl, _args(e), stream=e.tid, ts=e.ts, dur=e.dur, name=name)
         elif cat == "cuda_runtime" or cat == "cuda_driver":
-            if "aunch" in name and e.args is not None and e.args.correlation is not None:
-                _add(launches, tid=e.tid, ts=e.ts, external_id=e.args.external_id,
-                     correlation=e.args.correlation)
+            if "aunch" in name and (a := _args(e)).correlation is not None:
+                _add(launches, tid=e.tid, ts=e.ts, external_id=a.external_id, correlation=a.correlation)
         elif cat == "gpu_user_annotation":
             continue
         elif name == "record_param_comms" or name.startswith(_OP_PREFIXES):
-            a = e.args
-            _add_with_args(ops, e, tid=e.tid, ts=e.ts, dur=e.dur, name=name,
-                           input_dims=_raw(a.input_dims if a else None),
-                           input_type=_raw(a.input_type if a else None))
+            a = _args(e)
+            _add_with_args(ops, a, tid=e.tid, ts=e.ts, dur=e.dur, name=name,
+                           input_dims=_raw(a.input_dims), input_type=_raw(a.input_type))
         elif name.startswith("ProfilerStep#"):
             _add(steps, ts=e.ts, dur=e.dur, name=name)
     out.gpu, out.nccl, out.launches, out.ops, out.steps = gpu, nccl, launches, ops, steps
@@ -157,14 +167,13 @@ def _add(cols: dict[str, list[Any]], **values: Any) -> None:
         cols[k].append(v)
 
 
-def _add_with_args(cols: dict[str, list[Any]], e: _Event, **values: Any) -> None:
+def _add_with_args(cols: dict[str, list[Any]], a: _Args, **values: Any) -> None:
     _add(cols, **values)
-    a = e.args
-    cols["external_id"].append(a.external_id if a else None)
+    cols["external_id"].append(a.external_id)
     if "correlation" in cols:
-        cols["correlation"].append(a.correlation if a else None)
+        cols["correlation"].append(a.correlation)
     for f in _COMM_FIELDS:
-        cols[f].append(_scalar(getattr(a, f)) if a else None)
+        cols[f].append(_scalar(getattr(a, f)))
 
 
 def _raw(r: msgspec.Raw | None) -> str | None:
