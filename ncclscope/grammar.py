@@ -104,6 +104,7 @@ class _Compiler:
         return body
 
     def group(self, name: str, body: str) -> str:
+        name = base_field(name)
         n = self.seen.get(name, 0)
         self.seen[name] = n + 1
         gname = name if n == 0 else f"{name}__{n}"

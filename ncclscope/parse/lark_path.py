@@ -63,7 +63,7 @@ def field_text(text: str, start: str) -> dict[str, str] | None:
     span = FieldSpans(text).transform(tree) if isinstance(tree, Tree) else None
     out: dict[str, str] = {}
     for f in span.fields if span else ():
-        out.setdefault(f.name, text[f.start:f.end])
+        out.setdefault(G.base_field(f.name), text[f.start:f.end])
     return out
 
 

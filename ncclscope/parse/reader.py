@@ -8,7 +8,6 @@ the lines read before the damage. Each problem becomes one counted note.
 
 from __future__ import annotations
 
-import gzip
 import sys
 import zlib
 from collections.abc import Iterator
@@ -43,17 +42,61 @@ def _open(path: str) -> BinaryIO:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
     if fh.read(2) == b"\x1f\x8b":
         fh.seek(0)
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+        return _Gunzip(fh)  # type: ignore[return-value]
     fh.seek(0)
     return fh
+
+
+class _Gunzip:
+    """Streaming gunzip that keeps what it decompressed when the archive is cut short or damaged.
+
+    (`gzip.GzipFile.read` raises and loses the whole block on a truncated member.)
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.z = zlib.decompressobj(wbits=31)
+        self.done = False
+        self._pending = b""  # decompressed before the damage, handed out by the caller
+
+    def read(self, n: int) -> bytes:
+        out: list[bytes] = []
+        size = 0
+        while size < n and not self.done:
+            data = self.raw.read(1 << 20)
+            if not data:
+                self.done = True
+                if not self.z.eof:
+                    self._pending = b"".join(out)
+                    raise EOFError("truncated gzip stream")
+                break
+            try:
+                chunk = self.z.decompress(data)
+                while self.z.eof and self.z.unused_data:  # concatenated gzip members
+                    rest = self.z.unused_data
+                    self.z = zlib.decompressobj(wbits=31)
+                    chunk += self.z.decompress(rest)
+            except zlib.error:
+                self.done = True
+                self._pending = b"".join(out)
+                raise
+            out.append(chunk)
+            size += len(chunk)
+        return b"".join(out)
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 def _blocks(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
     while True:
         try:
             b = fh.read(BLOCK)
-        except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as e:
+        except (EOFError, zlib.error, OSError) as e:
             stats.notes.append(f"{path}: compressed data ends early or is damaged ({e}); kept the lines read before")
+            pending = getattr(fh, "_pending", b"")
+            if pending:
+                yield pending
             return
         if not b:
             return
@@ -95,6 +138,19 @@ def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
         pl.col("raw"))
 
 
+_ODD = "[\ufffd\x01-\x08\x0e-\x1f\x7f]"  # undecodable bytes and control characters
+
+
+def _binary(raw: pl.Series) -> pl.Series:
+    """Lines that are binary data: a NUL byte, or mostly undecodable bytes / control characters."""
+    nul = raw.str.contains("\x00", literal=True)
+    odd = raw.str.contains(_ODD)
+    if not odd.any():
+        return nul
+    share = raw.str.count_matches(_ODD) / raw.str.len_chars().clip(lower_bound=1)
+    return nul | (odd & (share > 0.3) & (raw.str.len_chars() >= 8))
+
+
 def read_chunks(path: str, stats: ReadStats) -> Iterator[pl.DataFrame]:
     """Numbered lines (`path`, `line`, `raw`) of one input, chunk by chunk; binary lines removed."""
     fh = _open(path)
@@ -104,7 +160,7 @@ def read_chunks(path: str, stats: ReadStats) -> Iterator[pl.DataFrame]:
             df = _to_frame(block, path, next_line)
             next_line += df.height
             stats.lines += df.height
-            binary = df["raw"].str.contains("\x00", literal=True)
+            binary = _binary(df["raw"])
             nb = int(binary.sum())
             if nb:
                 stats.binary_lines += nb

@@ -1,0 +1,126 @@
+"""The fast path and the grammar agree: regexes compiled from the grammar vs Lark, Polars vs Python `re`.
+
+Checked on every distinct message of the corpus and on generated bench logs: the family chosen and
+the text of every field are the same whether Lark parses the message or the compiled regex matches
+it; prefixes and wrappers likewise; and the Polars engine gives the same frames as Python `re`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from ncclscope import grammar as G
+from ncclscope.parse import fastpath, peel, read_logs, rx
+from ncclscope.parse.lark_path import field_text, lark_family
+from ncclscope.parse.reader import ReadStats, read_chunks
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import gen_logs
+
+
+def _regex_fields(pattern: str, text: str) -> dict[str, str] | None:
+    m = rx.compiled(pattern).match(text)
+    if m is None:
+        return None
+    out: dict[str, str] = {}
+    for k, v in m.groupdict().items():
+        if v is not None:
+            out.setdefault(G.base_field(k), v)
+    return out
+
+
+def _messages(paths: list[str]) -> list[str]:
+    raw = pl.concat([c for p in paths for c in read_chunks(p, ReadStats())])
+    df = peel.split(peel.clean(raw.with_columns(pl.int_range(pl.len()).alias("_row"))))
+    return sorted({m for m in df["msg"].to_list() if m})
+
+
+def _check_messages(msgs: list[str]) -> list[tuple[str, object, object]]:
+    bad = []
+    for m in msgs:
+        i = fastpath.first_family(m)
+        lark = lark_family(m)
+        if i is None:
+            if lark is not None:
+                bad.append((m, None, lark))
+            continue
+        fam, pat, _ = fastpath.family_patterns()[i]
+        fast = (fam, _regex_fields(pat, m))
+        if lark != fast:
+            bad.append((m, fast, lark))
+    return bad
+
+
+@pytest.fixture(scope="module")
+def bench_logs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    out = tmp_path_factory.mktemp("gen")
+    ns = argparse.Namespace(ranks=12, coll=6, gpus_per_node=4, out=str(out), combined=False,
+                            stall=["5:3"], torch=True, seed=3)
+    return [str(p) for p in gen_logs.generate(ns)]
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_lark_and_regex_agree_on_every_corpus_message(corpus_dir: Path) -> None:
+    msgs = _messages(sorted(str(p) for p in corpus_dir.glob("*.log")))
+    assert len(msgs) > 500
+    assert _check_messages(msgs) == []
+
+
+def test_lark_and_regex_agree_on_generated_logs(bench_logs: list[str]) -> None:
+    assert _check_messages(_messages(bench_logs)) == []
+
+
+@pytest.mark.parametrize("line", [
+    "node-00:1234:1240 [3] NCCL INFO ",
+    "node-00:1234:1240 [3] misc/socket.cc:49 NCCL WARN ",
+    "node-00:1234:1240 [3] transport/net_ib/p2p.cc:412 (ncclIbCompletion) NCCL WARN ",
+    ":1234:1240 [3] NCCL INFO ",
+    "node-00:1234:1240 NCCL CALL ",
+    "ip-10-0-0-1:1:2 [0] INFO ",
+])
+def test_prefix_regex_and_lark_agree(line: str) -> None:
+    pat = rf"^(?:{G.rule_regex('prefix_std')})$"
+    assert _regex_fields(pat, line) == field_text(line, "prefix_std")
+
+
+@pytest.mark.parametrize("wrapper", [
+    "[rank3]:", "[default12]:", "[1,7]<stdout>:", "5: ", "[2] ", "node-01: ", "10.1.2.3: ",
+    "(RayWorkerWrapper pid=1234, ip=10.0.0.1) ", "  | 2025-05-16T16:39:51.208-07:00 | ",
+    "2024-01-02T03:04:05.1234567Z ", "2025-11-12 20:41:43,851 - INFO - ", "[2025-04-06 22:31:56] ",
+    "> ", "451 ", "│ ", "host-1 [stderr] ",
+])
+def test_wrapper_regex_and_lark_agree(wrapper: str) -> None:
+    pat = rf"^(?:{G.rule_regex('wrapper')})$"
+    assert _regex_fields(pat, wrapper) == field_text(wrapper, "wrapper")
+
+
+@pytest.mark.corpus
+def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = sorted(str(p) for p in corpus_dir.glob("*.log"))
+    monkeypatch.setattr(rx, "SMALL", 10**9)
+    monkeypatch.setattr(fastpath, "SMALL", 10**9)
+    py = read_logs(paths)
+    monkeypatch.setattr(rx, "SMALL", 0)
+    monkeypatch.setattr(fastpath, "SMALL", 0)
+    polars = read_logs(paths)
+    assert py.coverage == polars.coverage
+    for name in py.table_names():
+        assert_frame_equal(getattr(py, name), getattr(polars, name), check_row_order=False)
+
+
+def test_coll_dedup_path_equals_plain_matching(bench_logs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """COLL lines deduplicated around opCount give the same rows as matching every line."""
+    monkeypatch.setattr(fastpath, "SMALL", 0)
+    fast = read_logs(bench_logs)
+    monkeypatch.setattr(fastpath, "VARYING", {})
+    plain = read_logs(bench_logs)
+    assert fast.collectives.height == 12 * 6 - 3
+    assert_frame_equal(fast.collectives, plain.collectives, check_row_order=False)

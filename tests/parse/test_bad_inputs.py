@@ -1,0 +1,87 @@
+"""Bad input never tracebacks: binary junk, empty files, a 100 MB line, truncated gzip, mixed directories."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+from ncclscope.cli import main
+from ncclscope.parse import read_logs
+
+GOOD = "node-00:100:100 [0] NCCL INFO Using network Socket\n"
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(["analyze", *args, "--quiet"])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return rc, out, err
+
+
+def test_binary_junk_file_is_unusable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junk = tmp_path / "core.log"
+    junk.write_bytes(bytes(range(256)) * 64)  # every "line" holds NUL bytes
+    rc, _, err = _run([str(junk)], capsys)
+    assert rc == 2 and "nothing to analyze" in err and err.count("\n") == 1
+
+
+def test_binary_run_inside_a_log_is_skipped_and_counted(tmp_path: Path) -> None:
+    log = tmp_path / "rank0.log"
+    log.write_bytes(GOOD.encode() + b"\x00\x01\x02garbage\xff\xfe\n" * 5 + b"caf\xe9 \xff\n" + GOOD.encode())
+    lf = read_logs([str(log)])
+    assert lf.network.height == 2
+    assert lf.inputs[0].lines == 8
+    assert any("skipped 5 line(s) of binary data" in n for n in lf.notes)
+    assert lf.unknown.filter(~lf.unknown["is_nccl"])["text"].to_list() == ["caf\ufffd \ufffd"]
+
+
+def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.log"
+    empty.touch()
+    rc, _, err = _run([str(empty)], capsys)
+    assert rc == 2 and "empty" in err
+
+
+def test_100mb_single_line(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    with big.open("wb") as fh:
+        fh.write(GOOD.encode())
+        block = b"x" * (1 << 20)
+        for _ in range(100):
+            fh.write(block)
+        fh.write(b"\n" + GOOD.encode())
+    assert big.stat().st_size > 100e6
+    lf = read_logs([str(big)])
+    assert lf.inputs[0].lines == 3
+    assert lf.network.height == 2
+    assert lf.unknown["text"].str.len_chars().max() <= 2000  # evidence text is capped
+    assert any("longer than" in n for n in lf.notes)
+
+
+def test_truncated_gzip_keeps_the_lines_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = gzip.compress(("".join(GOOD.replace("0]", f"{i % 8}]") for i in range(20000))).encode())
+    cut = tmp_path / "rank0.log.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    lf = read_logs([str(cut)])
+    assert 0 < lf.network.height < 20000
+    assert any("ends early" in n for n in lf.notes)
+    rc, _, err = _run([str(cut)], capsys)
+    assert rc in (0, 1) and "ends early" in err
+
+
+def test_directory_with_unrelated_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "rank0.log").write_text(GOOD)
+    (tmp_path / "notes.md").write_text("# notes\n")
+    (tmp_path / "model.bin").write_bytes(os.urandom(4096).replace(b"\n", b"\x00") + b"\x00")
+    (tmp_path / "config.yaml").write_text("a: 1\n")
+    rc, out, err = _run([str(tmp_path), "--format", "json"], capsys)
+    assert rc == 0 and '"ncclscope"' in out
+    assert "skipped 3 file(s)" in err
+
+
+def test_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run([str(tmp_path / "nope.log")], capsys)
+    assert rc == 2 and "no such file" in err
