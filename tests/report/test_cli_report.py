@@ -88,3 +88,33 @@ def test_progress_on_stderr(
     assert "ranks, " in captured.err and "read 2/2 files" in captured.err
     assert "trace " in captured.err  # the trace reader's own progress
     assert captured.out == ""
+
+
+@pytest.mark.slow
+def test_same_input_same_bytes_across_processes(tmp_path: Path) -> None:
+    """Two separate runs (different hash seeds) write byte-identical reports."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2"):
+        run_dir = tmp_path / seed
+        run_dir.mkdir()
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        cmd = [
+            sys.executable,
+            "-m",
+            "ncclscope",
+            "report",
+            *MISMATCH,
+            "--trace",
+            TRACES,
+            "-o",
+            "r.html",
+            "--redact",
+            "-q",
+        ]
+        subprocess.run(cmd, check=True, env=env, cwd=run_dir, capture_output=True, timeout=300)
+        outs.append((run_dir / "r.html").read_bytes())
+    assert outs[0] == outs[1]
