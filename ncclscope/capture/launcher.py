@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from ncclscope.capture.config import Backend, CaptureConfig, Layout, job_env
 from ncclscope.capture.evidence import utc_now
@@ -90,6 +91,9 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
     if opts.timeout_s <= 0:
         raise InputError("--timeout must be > 0 seconds")
     check_ranks(opts.faults, world_size(opts))
+    if opts.nnodes != "1" and not _has_rendezvous(opts.torchrun_args):
+        raise InputError(f"--nnodes {opts.nnodes}: every node must meet at one rendezvous; add it after `--`, "
+                         "e.g. -- --rdzv-backend c10d --rdzv-endpoint HOST:29500 --rdzv-id JOB")
     if opts.out_dir.exists() and (not opts.out_dir.is_dir() or any(opts.out_dir.iterdir())):
         raise InputError(f"--out {opts.out_dir}: exists and is not an empty directory; pick a new one")
     if opts.backend == "gloo":
@@ -101,10 +105,13 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
 def torchrun_argv(opts: CaptureOptions) -> list[str]:
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(opts.nproc_per_node),
             "--nnodes", opts.nnodes]
-    rdzv = any(a.startswith(("--rdzv", "--master", "--rdzv_", "--master_")) for a in opts.torchrun_args)
-    if opts.nnodes == "1" and not rdzv:
+    if opts.nnodes == "1" and not _has_rendezvous(opts.torchrun_args):
         argv.append("--standalone")  # a free local port per run, so runs never collide
     return [*argv, *opts.torchrun_args, "-m", WORKER_MODULE]
+
+
+def _has_rendezvous(args: Sequence[str]) -> bool:
+    return any(a.startswith(("--rdzv", "--master")) for a in args)
 
 
 def config_for(opts: CaptureOptions) -> CaptureConfig:
@@ -133,7 +140,7 @@ def run_capture(opts: CaptureOptions, *, echo: Callable[[str], None] | None = No
     return result
 
 
-def _supervise(argv: list[str], env: dict[str, str], deadline_s: float, log: object,
+def _supervise(argv: list[str], env: dict[str, str], deadline_s: float, log: TextIO,
                echo: Callable[[str], None] | None) -> tuple[int, bool]:
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True, text=True, errors="replace")
@@ -151,11 +158,11 @@ def _supervise(argv: list[str], env: dict[str, str], deadline_s: float, log: obj
     return rc, timed_out
 
 
-def _pump(proc: subprocess.Popen[str], log: object, echo: Callable[[str], None] | None) -> None:
+def _pump(proc: subprocess.Popen[str], log: TextIO, echo: Callable[[str], None] | None) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
-        log.write(line)  # type: ignore[attr-defined]
-        log.flush()  # type: ignore[attr-defined]
+        log.write(line)
+        log.flush()
         if echo is not None:
             echo(line.rstrip("\n"))
 

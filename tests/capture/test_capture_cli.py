@@ -45,6 +45,9 @@ def test_world_size_and_option_checks(tmp_path: Path) -> None:
         check_options(CaptureOptions(out_dir=tmp_path / "old"))
     with pytest.raises(InputError, match="--timeout"):
         check_options(CaptureOptions(out_dir=tmp_path / "new", timeout_s=0))
+    with pytest.raises(InputError, match="rendezvous"):
+        check_options(CaptureOptions(out_dir=tmp_path / "new", nnodes="2"))
+    check_options(CaptureOptions(out_dir=tmp_path / "new", nnodes="2", torchrun_args=("--rdzv-endpoint", "h:1")))
     notes = check_options(CaptureOptions(out_dir=tmp_path / "new", faults=parse_faults(["no-ib:rank=1"])))
     assert notes and "only changes NCCL" in notes[0]
 
