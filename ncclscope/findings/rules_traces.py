@@ -183,3 +183,29 @@ def sync_per_microbatch(ctx: Context) -> Iterable[Finding]:
                            f"{first['sizes'][:12]}"),),
         metrics={"repeats": first["repeats"], "period": first["period"], "steps": rep["step"].n_unique(),
                  "aligned": a is not None})]
+
+
+CLOCK_SKEW_US = 1000.0  # clock-skew: report clocks more than this far from the reference
+
+
+@rule("clock-skew", "info", "Trace clocks disagree between hosts", group="traces")
+def clock_skew(ctx: Context) -> Iterable[Finding]:
+    """Per-host (per-rank when hosts are unknown) clock offsets estimated from collective completions
+    (every rank leaves a blocking collective within µs); reported when one exceeds 1 ms. Arrivals were
+    already corrected by these offsets before any straggler was judged."""
+    a = ctx.aligned_traces
+    if a is None or a.clock.is_empty():
+        return []
+    off = a.clock.filter(pl.col("offset_us").abs() > CLOCK_SKEW_US).sort("offset_us", descending=True)
+    if off.is_empty():
+        return []
+    basis = str(a.clock["basis"][0])
+    who = [f"{r['host'] if basis == 'host' else 'rank ' + str(r['rank'])}: {_us(float(r['offset_us']))} "
+           f"(±{_us(float(r['spread_us']))})" for r in off.iter_rows(named=True)]
+    return [Finding(
+        id="clock-skew", severity="info", title=f"{off.height} {basis} clock(s) offset by more than 1 ms",
+        why=("Collective completions, which are simultaneous on every rank, put these clocks off the "
+             f"reference ({basis} of the lowest rank): " + "; ".join(who) + ". Arrivals were corrected."),
+        fix="Run chrony/NTP (or PTP) on every node; until then compare traces only after this correction.",
+        ranks=tuple(int(r) for r in off["rank"].drop_nulls()), hosts=tuple(str(h) for h in off["host"].drop_nulls()),
+        metrics={"basis": basis, "offsets": a.clock.to_dicts()})]

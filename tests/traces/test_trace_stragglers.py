@@ -14,7 +14,7 @@ import trace_fixtures as F
 from ncclscope import schema as S
 from ncclscope.align.traces import AlignedCollectives, align_traces
 from ncclscope.findings import Context
-from ncclscope.findings.rules_traces import straggler
+from ncclscope.findings.rules_traces import clock_skew, straggler
 from ncclscope.frames import LogFrames
 from ncclscope.parse.trace import read_traces
 from ncclscope.records import Finding
@@ -88,3 +88,13 @@ def test_real_dlrm_flags_rank_7(dlrm: dict[int, F.Trace], tmp_path: Path) -> Non
     _, found = _analyse(dlrm, tmp_path)
     assert [f.ranks for f in found] == [(7,)]
     assert set(found[0].metrics) >= {"median_lateness_us", "late_share", "wait_caused_us"}
+
+
+def test_clock_skew_is_reported(dlrm: dict[int, F.Trace], tmp_path: Path) -> None:
+    t = read_traces([str(F.write_set(F.shift_clock(F.name_hosts(dlrm, HOSTS), {4, 5, 6, 7}, 40_000.0), tmp_path))])
+    a = align_traces(t)
+    ctx = Context(logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a)
+    (f,) = clock_skew(ctx)
+    assert f.hosts == ("node-b",) and f.metrics["basis"] == "host"
+    assert list(clock_skew(Context(logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS),
+                                   traces=None, aligned_traces=None))) == []
