@@ -150,47 +150,98 @@ def flight_ops(flight: object) -> pl.DataFrame:
         pl.col("input_dtypes").alias("dtype"), "state")
 
 
-def comm_of_coll(logs: LogFrames) -> pl.DataFrame:
-    """COLL rows with their communicator (commId via the Init line of the same process) and rank."""
-    c = logs.collectives
-    ini = (logs.inits.filter(pl.col("comm_ptr").is_not_null() & pl.col("rank").is_not_null())
+_COLL_COLS = ["path", "line", "host", "pid", "rank_hint", "op", "op_count", "comm_ptr", "count", "datatype", "nranks"]
+
+
+def comm_of_coll(logs: LogFrames) -> pl.LazyFrame:
+    """COLL rows with their communicator (commId via the Init line of the same process) and rank:
+    `comm_id` (null when no Init line maps the pointer), `crank`, `cnranks`. Lazy; no text column."""
+    ini = (logs.inits.lazy().filter(pl.col("comm_ptr").is_not_null() & pl.col("rank").is_not_null())
            .group_by("host", "pid", "comm_ptr")
            .agg(pl.col("comm_id").drop_nulls().first(), pl.col("rank").first().alias("_crank"),
                 pl.col("nranks").drop_nulls().first().alias("_cn")))
-    c = c.join(ini, on=["host", "pid", "comm_ptr"], how="left")
-    return c.with_columns(
-        pl.coalesce("comm_id", pl.format("nranks={}", pl.coalesce("nranks", "_cn"))).alias("comm"),
-        pl.coalesce("_crank", "rank_hint").alias("crank"),
-        pl.coalesce("_cn", "nranks").alias("cnranks"),
-    )
+    c = logs.collectives.lazy().select(_COLL_COLS).join(ini, on=["host", "pid", "comm_ptr"], how="left")
+    return c.with_columns(pl.coalesce("_crank", "rank_hint").alias("crank"),
+                          pl.coalesce("_cn", "nranks").alias("cnranks")).filter(pl.col("crank").is_not_null())
+
+
+def _comm_key() -> pl.Expr:
+    # Without an Init line the communicator is only known by its size (one comm per size assumed).
+    return pl.coalesce("comm_id", pl.format("nranks={}", "cnranks")).alias("comm")
 
 
 def coll_progress(logs: LogFrames) -> pl.DataFrame:
     """Per (communicator, rank): last opCount seen in COLL lines and the op it launched."""
-    c = comm_of_coll(logs).filter(pl.col("crank").is_not_null() & pl.col("op_count").is_not_null())
-    if c.is_empty():
+    if logs.collectives.is_empty():
         return S.empty(COLL_PROGRESS)
     last = pl.col("op_count").arg_max()
-    out = c.group_by("comm", "crank").agg(
-        pl.col("cnranks").max().alias("nranks"), pl.col("op_count").max().alias("last_op_count"),
-        pl.col("op").get(last).alias("last_op"), pl.col("count").get(last).alias("last_count"),
-        pl.col("datatype").get(last).alias("last_datatype"), pl.len().alias("n_coll"),
-        pl.col("path").get(last), pl.col("line").get(last), pl.col("text").get(last),
-    )
-    return S.conform(out.rename({"crank": "rank"}), COLL_PROGRESS)
+    out = (comm_of_coll(logs).filter(pl.col("op_count").is_not_null())
+           .group_by("comm_id", "cnranks", "crank").agg(
+               pl.col("op_count").max().alias("last_op_count"), pl.col("op").get(last).alias("last_op"),
+               pl.col("count").get(last).alias("last_count"), pl.col("datatype").get(last).alias("last_datatype"),
+               pl.len().alias("n_coll"), pl.col("path").get(last), pl.col("line").get(last))
+           .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
+           .collect())
+    text = logs.collectives.select("path", "line", "text")
+    return S.conform(out.join(text, on=["path", "line"], how="left"), COLL_PROGRESS)
 
 
 def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
     """(comm, op_count) where ranks launched different collectives (op, count or datatype differ)."""
-    c = comm_of_coll(logs).filter(pl.col("crank").is_not_null() & ~pl.col("op").is_in(["Send", "Recv"]))
-    if c.is_empty():
-        return pl.DataFrame(schema={"comm": pl.Utf8, "op_count": pl.Int64, "ranks": pl.List(pl.Int64),
-                                    "sigs": pl.List(pl.Utf8)})
+    empty = pl.DataFrame(schema={"comm": pl.Utf8, "op_count": pl.Int64, "ranks": pl.List(pl.Int64),
+                                 "sigs": pl.List(pl.Utf8), "path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8})
+    if logs.collectives.is_empty():
+        return empty
+    c = comm_of_coll(logs).filter(~pl.col("op").is_in(["Send", "Recv"]))
+    keys = ["comm_id", "cnranks", "op_count"]
+    # Count distinct values per column first (cheap); build signature strings only where they differ.
+    bad = (c.group_by(keys).agg(pl.col("op").n_unique().alias("_o"), pl.col("count").n_unique().alias("_c"),
+                                pl.col("datatype").n_unique().alias("_d"))
+           .filter((pl.col("_o") > 1) | (pl.col("_c") > 1) | (pl.col("_d") > 1)).select(keys))
     sig = pl.format("{} count {} datatype {}", "op", "count", "datatype").alias("sig")
-    g = (c.with_columns(sig).group_by("comm", "op_count")
-         .agg(pl.col("sig").n_unique().alias("_n"), pl.col("crank").alias("ranks"), pl.col("sig").alias("sigs"),
-              pl.col("path").first(), pl.col("line").first(), pl.col("text").first()))
-    return g.filter(pl.col("_n") > 1).sort("comm", "op_count").drop("_n")
+    g = (c.join(bad, on=keys, how="semi").with_columns(sig).sort("line")
+         .group_by(keys).agg(pl.col("crank").alias("ranks"), pl.col("sig").alias("sigs"),
+                             pl.col("path").first(), pl.col("line").first())
+         .with_columns(_comm_key()).collect())
+    if g.is_empty():
+        return empty
+    text = logs.collectives.select("path", "line", "text")
+    return g.join(text, on=["path", "line"], how="left").select(empty.columns).sort("comm", "op_count")
+
+
+RANK_FACTS: S.Schema = {
+    "comm": pl.Utf8,
+    "rank": pl.Int64,  # rank in that communicator
+    "host": pl.Utf8,
+    "pid": pl.Int64,
+    "nranks": pl.Int64,
+    "init_start": pl.Boolean,
+    "init_complete": pl.Boolean,
+    "last_op_count": pl.Int64,
+    "last_op": pl.Utf8,
+    "first_warn_line": pl.Int64,
+    "first_warn": pl.Utf8,
+    "last_warn_line": pl.Int64,
+    "last_warn": pl.Utf8,
+    "path": pl.Utf8,
+}
+
+
+def rank_facts(logs: LogFrames, coll: pl.DataFrame) -> pl.DataFrame:
+    """Per (communicator, rank): Init START/COMPLETE, last opCount, first and last WARN of its process."""
+    ini = logs.inits.filter(pl.col("rank").is_not_null() & pl.col("phase").is_in(["start", "complete", "legacy"]))
+    if ini.is_empty():
+        return S.empty(RANK_FACTS)
+    per = ini.group_by(pl.coalesce("comm_id", pl.format("nranks={}", "nranks")).alias("comm"), "rank").agg(
+        pl.col("host").first(), pl.col("pid").first(), pl.col("nranks").max(), pl.col("path").first(),
+        (pl.col("phase") == "start").any().alias("init_start"),
+        pl.col("phase").is_in(["complete", "legacy"]).any().alias("init_complete"))
+    w = logs.warnings.filter(pl.col("level") == "WARN").sort("line").group_by("path", "host", "pid").agg(
+        pl.col("line").first().alias("first_warn_line"), pl.col("message").first().alias("first_warn"),
+        pl.col("line").last().alias("last_warn_line"), pl.col("message").last().alias("last_warn"))
+    per = per.join(w, on=["path", "host", "pid"], how="left")
+    per = per.join(coll.select("comm", "rank", "last_op_count", "last_op"), on=["comm", "rank"], how="left")
+    return S.conform(per.sort("comm", "rank"), RANK_FACTS)
 
 
 _CRASH = (r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"

@@ -131,8 +131,9 @@ class _Group:
         cs = list(self.col("completed").values())
         return max(cs) + 1 if cs else None
 
-    def evidence(self) -> tuple[Evidence, ...]:
-        rows = sorted(self.recs, key=lambda r: (r["rank"]))
+    def evidence(self, first: tuple[int, ...] = (), then: tuple[int, ...] = ()) -> tuple[Evidence, ...]:
+        """One line per rank: the culprits' first, then the detectors', then the others' in rank order."""
+        rows = sorted(self.recs, key=lambda r: (r["rank"] not in first, r["rank"] not in then, r["rank"]))
         return tuple(ev(r["path"], r["line"], r["text"] or f"rank {r['rank']}: enqueued {r['enqueued']}, "
                         f"completed {r['completed']} (Flight Recorder)") for r in rows[:8])
 
@@ -145,7 +146,7 @@ def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangV
     detectors = tuple(sorted(named | {r["rank"] for r in g.recs if r["detector"]}))
     base: dict[str, Any] = {"group": ctx.labels.get(key, f"PG {key}" if source == "torch" else f"FR group {key}"),
                             "source": source, "seq": s, "detectors": detectors, "ranks_seen": tuple(g.seen),
-                            "group_size": g.size, "evidence": g.evidence(), "key": key}
+                            "group_size": g.size, "key": key}
     ops = [v for r, v in g.col("op").items() if g.col("timed_out_seq").get(r) == s]
     ops += [sig[0] for sig in _signatures(g, s).values()] if s is not None and source == "flight" else []
     base["op"] = majority(ops) or next(iter(ops), None)
@@ -153,8 +154,7 @@ def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangV
     # Dumps alone showing nothing outstanding may be a healthy on-demand snapshot: say so softly.
     base["hang_evidence"] = not (source == "flight" and klass == "e")
     missing = _missing(g, conf)
-    extra = _extra_evidence(klass, culprits, ctx)
-    base["evidence"] = base["evidence"] + extra
+    base["evidence"] = g.evidence(culprits, detectors) + _extra_evidence(klass, culprits, ctx)
     return HangVerdict(klass=klass, culprits=culprits, confidence=conf, reason=reason, missing=missing, **base)
 
 

@@ -28,7 +28,8 @@ class HangReport:
     progress: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.PROGRESS))
     coll: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.COLL_PROGRESS))
     timeouts: pl.DataFrame | None = None  # watchdog_timeout rows, wrapped lines joined
-    ends: pl.DataFrame | None = None  # per log stream: rank, last line, crashed, ends mid-line
+    ends: pl.DataFrame | None = None  # per (file, rank): last line, crashed, ends mid-line
+    facts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.RANK_FACTS))  # per (comm, rank)
     exited: tuple[tuple[int, Evidence], ...] = ()  # ranks whose log ends with a crash (not a consequence)
 
     @property
@@ -49,7 +50,8 @@ def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
     coll = H.coll_progress(logs)
     comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
     verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
-    return HangReport(verdicts=tuple(_dedupe(verdicts)), progress=progress, coll=coll, ends=ends,
+    verdicts = [_with_last_activity(v, ends) for v in _dedupe(verdicts)]
+    return HangReport(verdicts=tuple(verdicts), progress=progress, coll=coll, ends=ends, facts=H.rank_facts(logs, coll),
                       timeouts=torch.filter(pl.col("kind") == "watchdog_timeout"), exited=tuple(sorted(ctx.died.items())))
 
 
@@ -143,6 +145,16 @@ def _merge_nccl(vs: list[HangVerdict], nccl: list[HangVerdict], comm_pg: dict[st
             v = replace(v, klass=n.klass, culprits=n.culprits, confidence="medium", reason=f"NCCL COLL lines: {n.reason}")
         out[i] = v
     return out
+
+
+def _with_last_activity(v: HangVerdict, ends: pl.DataFrame) -> HangVerdict:
+    """Issue 3 (a)/(d): name the culprits *and their last activity* — the last line each one wrote."""
+    if v.klass not in ("a", "d") or not v.culprits or ends.is_empty():
+        return v
+    last = (ends.filter(pl.col("rank").is_in(list(v.culprits[:4]))).sort("rank", "last_line")
+            .group_by("rank", maintain_order=True).last())
+    extra = tuple(ev(r["path"], r["last_line"], r["last_text"]) for r in last.iter_rows(named=True))
+    return replace(v, evidence=v.evidence + tuple(e for e in extra if e not in v.evidence))
 
 
 def _dedupe(vs: list[HangVerdict]) -> list[HangVerdict]:

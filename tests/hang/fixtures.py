@@ -106,29 +106,30 @@ def scenario(klass: str, n: int, pgs: int = 1, culprit: int | None = None, detec
     det = (k + 1) % n if detector is None else detector
     s, pg = job.seq, job.stuck_pg
     job.init()
+    op = s - 1  # NCCL's opCount counts from 0, torch's SeqNum from 1
     for r in range(n):
         for other in range(pgs - 1):
             job.coll(r, other, 100)
         enq, comp = (s, s - 1)
         if klass == "a" and r == k:
-            job.coll(r, pg, s - 1)
+            job.coll(r, pg, op - 1)
             job.torch(r, "Observed flight recorder dump signal from another rank via TCPStore.", pg=pg)
             job.dump_signal(r, det, s - 1, s - 1)  # alive, nothing outstanding: it never called #s
             continue
         if klass == "d" and r == k:
-            job.coll(r, pg, s - 1)
+            job.coll(r, pg, op - 1)
             job.add(r, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
                        "capacity of 79.10 GiB of which 1.02 GiB is free.")
             continue
         if klass == "e":
-            job.coll(r, pg, s - 1)
+            job.coll(r, pg, op - 1)
             job.dump_signal(r, det, s - 1, s - 1)
             continue
         if klass == "c" and r == k:
-            job.coll(r, pg, s, last=("Broadcast", 4096))
+            job.coll(r, pg, op, last=("Broadcast", 4096))
             job.timeout(r, s, op="BROADCAST", numel=4096, enqueued=enq if torch_status else None, completed=comp)
         else:
-            job.coll(r, pg, s)
+            job.coll(r, pg, op)
             job.timeout(r, s, enqueued=enq if torch_status else None, completed=comp)
         if klass == "b" and r % GPUS_PER_HOST == 0:
             job.add(r, f"{job.prefix(r)} transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "

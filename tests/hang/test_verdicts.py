@@ -128,3 +128,25 @@ def test_healthy_logs_give_no_verdict(tmp_path: Path) -> None:
     job = scenario("e", 4)
     job.lines = {r: [ln for ln in lines if " NCCL INFO " in ln] for r, lines in job.lines.items()}
     assert _hang(job.write(tmp_path)).verdicts == ()
+
+
+def test_nccl_coll_mismatch_alone(tmp_path: Path) -> None:
+    """Only COLL lines: ranks launched different collectives at one opCount (c), as a warning."""
+    job = scenario("c", 8, culprit=6)
+    job.lines = {r: [ln for ln in lines if " NCCL INFO " in ln] for r, lines in job.lines.items()}
+    rep = _hang(job.write(tmp_path))
+    v = rep.verdicts[0]
+    assert v.source == "nccl" and v.klass == "c" and v.culprits == (6,) and v.seq == job.seq - 1
+    assert "Broadcast count 4096" in v.reason and not v.hang_evidence
+
+
+def test_rank_facts_per_communicator(tmp_path: Path) -> None:
+    job = scenario("a", 4, pgs=2, culprit=1)
+    job.add(3, f"{job.prefix(3)} misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer "
+               "node-00<41234>")
+    rep = _hang(job.write(tmp_path))
+    f = rep.facts
+    assert f.height == 8 and f["init_start"].all() and f["init_complete"].all()
+    stuck = f.filter(f["comm"] == job.comm_id(1)).sort("rank")
+    assert stuck["last_op_count"].to_list() == [job.seq - 1, job.seq - 2, job.seq - 1, job.seq - 1]
+    assert "Connection closed" in (stuck.filter(stuck["rank"] == 3)["last_warn"][0] or "")
