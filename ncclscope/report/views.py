@@ -51,7 +51,7 @@ def _subnet(addr: str) -> str:
 
 
 def outliers(ranks: pl.DataFrame) -> dict[str, set[str]]:
-    """Per column, the values held by a minority of ranks (empty when the column is uniform)."""
+    """Per column that is not uniform, the values held by a minority of ranks (all of them on a tie)."""
     out: dict[str, set[str]] = {}
     for c in OUTLIER_COLUMNS:
         if c not in ranks.columns:
@@ -62,7 +62,8 @@ def outliers(ranks: pl.DataFrame) -> dict[str, set[str]]:
         if len(counts) <= 1:
             continue
         top = counts.most_common(1)[0][1]
-        odd = {k for k, n in counts.items() if n < top}
+        # A tie (two nodes, two versions) has no majority: every value is then marked.
+        odd = {k for k, n in counts.items() if n < top} or set(counts)
         out[c] = {v for v, k in zip(vals, keys) if k in odd}
     return out
 

@@ -82,3 +82,16 @@ def test_log_text_in_figures_is_not_markup() -> None:
     fig = figures.topology(type(s)(logs=s.logs, ranks=ranks, comms=s.comms, findings=()))
     assert all("<b onmouseover" not in a.text for a in fig.layout.annotations)
     assert all("<b onmouseover" not in h for t in fig.data for h in (t.hovertext or ()))
+
+
+def test_outliers_minority_values_and_ties() -> None:
+    ranks = pl.DataFrame(
+        {
+            "nccl_version": ["2.19.3"] * 3 + ["2.14.3"],
+            "address": ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.9.4"],
+            "iface": ["eth0", "eth0", "ib0", "ib0"],
+            "gdr": [True] * 4,
+        }
+    )
+    odd = views.outliers(ranks)
+    assert odd == {"nccl_version": {"2.14.3"}, "address": {"10.0.9.4"}, "iface": {"eth0", "ib0"}}
