@@ -45,7 +45,8 @@ class HangVerdict:
     missing: tuple[str, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     hang_evidence: bool = True  # False: only an opCount disagreement, no timeout anywhere
-    key: str = ""  # the raw group key, for de-duplication
+    key: str = ""
+    hosts: tuple[str, ...] = ()  # (b): hosts and peers the network WARNs name  # the raw group key, for de-duplication
 
     @property
     def sentence(self) -> str:
@@ -69,6 +70,7 @@ class Ctx:
     """Facts from other sources that a group's verdict may use."""
 
     net_warnings: list[Evidence] = field(default_factory=list)
+    net_hosts: tuple[str, ...] = ()
     died: dict[int, Evidence] = field(default_factory=dict)
     remote_exit: list[Evidence] = field(default_factory=list)
     detectors: set[int] = field(default_factory=set)
@@ -155,6 +157,7 @@ def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangV
     base["hang_evidence"] = not (source == "flight" and klass == "e")
     missing = _missing(g, conf)
     base["evidence"] = g.evidence(culprits, detectors) + _extra_evidence(klass, culprits, ctx)
+    base["hosts"] = ctx.net_hosts if klass == "b" else ()
     return HangVerdict(klass=klass, culprits=culprits, confidence=conf, reason=reason, missing=missing, **base)
 
 

@@ -62,8 +62,9 @@ def _timeout_anywhere(torch: pl.DataFrame) -> bool:
 def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends: pl.DataFrame,
              flight: object) -> Ctx:
     w = logs.warnings.filter(pl.col("family").is_in(NET_FAMILIES) & ~pl.col("benign").fill_null(False))
-    remote = torch.filter((pl.col("kind") == "backend_error")
-                          & pl.col("detail").str.contains("(?i)remote process exited|ncclRemoteError"))
+    remote = pl.concat([torch.filter((pl.col("kind") == "backend_error") & pl.col("detail").str.contains(
+        "(?i)remote process exited|ncclRemoteError|unhandled cuda error|ncclUnhandledCudaError")).select(
+        "path", "line", "text"), _last_errors(logs, torch)], how="vertical_relaxed").sort("path", "line")
     waited = set(torch.filter(pl.col("kind").is_in(_WAITED))["grank"].drop_nulls().to_list())
     died = {int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
             for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
@@ -73,7 +74,9 @@ def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends:
     detectors = set(progress.filter(pl.col("detector"))["rank"].drop_nulls().to_list())
     detectors |= set(progress["named_detector"].drop_nulls().to_list())
     has_flight = flight is not None and not getattr(flight, "entries", pl.DataFrame()).is_empty()
+    hosts = [h for h in pl.concat([w["host"], w["peer"]]).drop_nulls().unique(maintain_order=True).to_list() if h]
     return Ctx(net_warnings=[ev(r["path"], r["line"], r["text"]) for r in w.head(6).iter_rows(named=True)],
+               net_hosts=tuple(hosts[:8]),
                died=died, remote_exit=[ev(r["path"], r["line"], r["text"]) for r in remote.head(3).iter_rows(named=True)],
                detectors=detectors, sizes=_group_sizes(logs, torch, flight), labels={**_flight_labels(flight), **_labels(logs, torch)},
                mid_line=mid, flight_ops=H.flight_ops(flight), have_flight=has_flight)
@@ -87,6 +90,19 @@ def pg_comms(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
            .group_by("path", "comm_ptr").agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max()))
     return (created.select("path", "comm_ptr", "pg_id").join(ini, on=["path", "comm_ptr"], how="inner")
             .group_by("pg_id").agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max()))
+
+
+def _last_errors(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
+    """`Last error:` lines of DistBackendError texts, with the NCCL WARN text that torch prints on
+    the next line (it has no NCCL prefix, so the reader keeps it as an unknown or WARN-family row)."""
+    le = torch.filter(pl.col("kind") == "last_error").select("path", "line", "text", "detail")
+    if le.is_empty():
+        return pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8})
+    nxt = pl.concat([logs.unknown.select("path", "line", "text"), logs.warnings.select("path", "line", "text")],
+                    how="vertical_relaxed").with_columns((pl.col("line") - 1).alias("line"))
+    le = le.join(nxt.rename({"text": "_next"}), on=["path", "line"], how="left")
+    body = pl.coalesce(pl.col("detail"), pl.col("_next").str.strip_chars())
+    return le.filter(body.is_not_null()).select("path", "line", pl.format("Last error: {}", body).alias("text"))
 
 
 def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: object) -> dict[str, int]:

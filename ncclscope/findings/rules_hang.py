@@ -58,7 +58,7 @@ def hang_report(ctx: Context) -> HangReport:
 def _finding(v: HangVerdict, rule_id: str, title: str) -> Finding:
     why = WHY[v.klass] + (f" Missing evidence: {'; '.join(v.missing)}." if v.missing else "")
     return Finding(id=rule_id, severity="error" if v.hang_evidence else "warning", title=title, why=why,
-                   fix=FIX[v.klass], ranks=v.culprits, evidence=v.evidence, metrics=v.metrics())
+                   fix=FIX[v.klass], ranks=v.culprits, hosts=v.hosts, evidence=v.evidence, metrics=v.metrics())
 
 
 @rule("collective-hang", "error", "A collective is stuck: which one, which class of hang, which ranks", "hang")
