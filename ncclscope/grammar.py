@@ -21,6 +21,7 @@ from lark.load_grammar import _literal_to_pattern, load_grammar
 GRAMMAR_FILE = "nccl.lark"
 _REPO_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 _META = "()[]{}.*+?|^$\\"
+COMPILER_VERSION = 2  # bump when the regex compiler changes (the on-disk cache is keyed by it)
 
 
 def grammar_text(name: str = GRAMMAR_FILE) -> str:
@@ -172,7 +173,8 @@ def _cache_path() -> Path:
     import hashlib
     import os
 
-    digest = hashlib.sha256(grammar_text().encode()).hexdigest()[:16]
+    key = f"{COMPILER_VERSION}\n{grammar_text()}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "ncclscope" / f"grammar-{digest}.json"
 
