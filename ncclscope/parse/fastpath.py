@@ -21,7 +21,7 @@ import polars as pl
 from ncclscope import grammar as G
 from ncclscope.parse import rx
 from ncclscope.parse.families import FAMILIES, VARYING
-from ncclscope.parse.transform import to_table, warning_rows
+from ncclscope.parse.transform import to_table, typed_fields, warning_rows
 
 SMALL = rx.SMALL
 
@@ -104,6 +104,7 @@ def _varying(df: pl.DataFrame, fam_index: int, var: str) -> tuple[pl.DataFrame, 
     keys = keys.with_columns((pl.col("_k1") + "0" + pl.col("_k2")).alias("msg"))
     keys = keys.filter(family_index(keys) == fam_index)
     keyed = fields_frame(keys, fam_index).drop("msg", f"f_{var}").with_columns(pl.lit(True).alias("_hit"))
+    keyed = typed_fields(keyed, fam)  # cast once per distinct key, not once per line
     df = df.with_columns(ok_tok.alias("_ok")).join(keyed, on=["_k1", "_k2"], how="left", maintain_order="left")
     ok = df["_hit"].fill_null(False) & df["_ok"]
     drop = ["_k1", "_k2", "_ok", "_hit"]

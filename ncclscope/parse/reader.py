@@ -8,6 +8,7 @@ the lines read before the damage. Each problem becomes one counted note.
 
 from __future__ import annotations
 
+import io
 import sys
 import zlib
 from collections.abc import Iterator
@@ -128,12 +129,19 @@ def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
 
 
 def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
-    text = block.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    n = len(lines)
-    return pl.DataFrame({"raw": pl.Series("raw", lines, dtype=pl.Utf8)}).select(
+    try:  # Polars' CSV reader splits lines in parallel, with \x01 as a "separator" no log line holds
+        if b"\x01" in block:
+            raise ValueError("control character in the text")
+        raw = pl.read_csv(io.BytesIO(block), has_header=False, separator="\x01", quote_char=None,
+                          new_columns=["raw"], schema={"raw": pl.Utf8}, encoding="utf8-lossy",
+                          truncate_ragged_lines=True, comment_prefix=None)["raw"].fill_null("")
+    except (pl.exceptions.PolarsError, ValueError):
+        lines = block.decode("utf-8", errors="replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        raw = pl.Series("raw", lines, dtype=pl.Utf8)
+    n = raw.len()
+    return pl.DataFrame({"raw": raw}).select(
         pl.lit(path).alias("path"), pl.int_range(first_line, first_line + n, dtype=pl.Int64).alias("line"),
         pl.col("raw"))
 
@@ -141,12 +149,14 @@ def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
 _ODD = "[\ufffd\x01-\x08\x0e-\x1f\x7f]"  # undecodable bytes and control characters
 
 
-def _binary(raw: pl.Series) -> pl.Series:
+def _binary(raw: pl.Series, block: bytes) -> pl.Series:
     """Lines that are binary data: a NUL byte, or mostly undecodable bytes / control characters."""
+    # Binary data almost always holds a NUL byte or invalid UTF-8 (decoded to U+FFFD): look closer only then.
+    lossy = raw.str.contains("\ufffd", literal=True)
+    if b"\x00" not in block and not lossy.any():
+        return pl.Series("binary", [False] * raw.len(), dtype=pl.Boolean)
     nul = raw.str.contains("\x00", literal=True)
     odd = raw.str.contains(_ODD)
-    if not odd.any():
-        return nul
     share = raw.str.count_matches(_ODD) / raw.str.len_chars().clip(lower_bound=1)
     return nul | (odd & (share > 0.3) & (raw.str.len_chars() >= 8))
 
@@ -160,7 +170,7 @@ def read_chunks(path: str, stats: ReadStats) -> Iterator[pl.DataFrame]:
             df = _to_frame(block, path, next_line)
             next_line += df.height
             stats.lines += df.height
-            binary = _binary(df["raw"])
+            binary = _binary(df["raw"], block)
             nb = int(binary.sum())
             if nb:
                 stats.binary_lines += nb

@@ -204,6 +204,13 @@ def to_table(fam: str, df: pl.DataFrame) -> tuple[str, pl.DataFrame]:
     return spec.table, S.conform(df, schema)
 
 
+def typed_fields(df: pl.DataFrame, fam: str) -> pl.DataFrame:
+    """Cast the `f_` fields of one family to its frame's dtypes (as final columns), dropping the `f_`."""
+    schema = TABLES[FAMILIES[fam].table]
+    out = _typed(df, {c: t for c, t in schema.items() if c not in _BASE})
+    return out.drop([f"f_{c}" for c in schema if f"f_{c}" in out.columns and c in out.columns])
+
+
 def warning_rows(df: pl.DataFrame, fam: str | None) -> pl.DataFrame:
     """A warnings-frame row for WARN lines whose family lives in another frame (or matched none)."""
     spec = FAMILIES.get(fam) if fam else None
