@@ -170,6 +170,12 @@ def _comm_key() -> pl.Expr:
     return pl.coalesce("comm_id", pl.format("nranks={}", "cnranks")).alias("comm")
 
 
+def _texts(logs: LogFrames, rows: pl.DataFrame) -> pl.DataFrame:
+    """The original text of a few COLL rows (semi-join first: the COLL frame has millions of rows)."""
+    return logs.collectives.select("path", "line", "text").join(rows.select("path", "line"), on=["path", "line"],
+                                                                how="semi")
+
+
 def coll_progress(logs: LogFrames) -> pl.DataFrame:
     """Per (communicator, rank): last opCount seen in COLL lines and the op it launched."""
     if logs.collectives.is_empty():
@@ -182,8 +188,7 @@ def coll_progress(logs: LogFrames) -> pl.DataFrame:
                pl.len().alias("n_coll"), pl.col("path").get(last), pl.col("line").get(last))
            .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
            .collect())
-    text = logs.collectives.select("path", "line", "text")
-    return S.conform(out.join(text, on=["path", "line"], how="left"), COLL_PROGRESS)
+    return S.conform(out.join(_texts(logs, out), on=["path", "line"], how="left"), COLL_PROGRESS)
 
 
 def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
@@ -205,8 +210,7 @@ def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
          .with_columns(_comm_key()).collect())
     if g.is_empty():
         return empty
-    text = logs.collectives.select("path", "line", "text")
-    return g.join(text, on=["path", "line"], how="left").select(empty.columns).sort("comm", "op_count")
+    return g.join(_texts(logs, g), on=["path", "line"], how="left").select(empty.columns).sort("comm", "op_count")
 
 
 RANK_FACTS: S.Schema = {
