@@ -31,7 +31,7 @@ def verdict(s: Session) -> str:
         top = [f for f in s.findings if f.severity == sev]
         if top:
             more = f" (+{len(top) - 1} more {sev}s)" if len(top) > 1 else ""
-            return f"{sev.upper()}: {top[0].title}{more}."
+            return f"{sev.upper()}: {top[0].title.rstrip('.')}{more}."
     infos = sum(f.severity == "info" for f in s.findings)
     if infos:
         return f"No error or warning findings in the evidence given ({infos} for information)."
@@ -80,11 +80,25 @@ def _finding(con: Console, f: Finding) -> None:
     con.print(f"    [b]try:[/b] {escape(f.fix)}")
 
 
+def evidence_summary(s: Session) -> str:
+    """What was read: logs with their coverage, traces with the collectives aligned, dumps."""
+    c = s.logs.coverage
+    parts = []
+    if s.logs.inputs or not (s.aligned_traces or s.flight):
+        parts.append(f"{len(s.logs.inputs)} log(s), {c.lines} lines, {c.nccl_lines} NCCL lines, "
+                     f"{c.recognized} recognized, {c.unknown} unknown")
+    a = s.aligned_traces
+    if a is not None:
+        parts.append(f"traces of {a.n_ranks} rank(s), {a.collectives.height} collectives lined up "
+                     f"({a.n_aligned} complete and consistent)")
+    if s.flight is not None:
+        parts.append(f"{s.flight.dumps.height} Flight Recorder dump(s)")
+    return "; ".join(parts)
+
+
 def render(s: Session, con: Console) -> None:
     con.print(f"[b]{escape(verdict(s))}[/b]")
-    c = s.logs.coverage
-    con.print(f"[dim]{len(s.logs.inputs)} input(s), {c.lines} lines, {c.nccl_lines} NCCL lines, "
-              f"{c.recognized} recognized, {c.unknown} unknown[/dim]")
+    con.print(f"[dim]{escape(evidence_summary(s))}[/dim]")
     if s.ranks.height:
         con.print(ranks_table(s.ranks))
     if not s.findings:
