@@ -12,19 +12,28 @@ NVLINK_GBPS: tuple[tuple[str, float], ...] = (
 )
 
 
-def straggler_stats(per_rank: pl.DataFrame, colls: pl.DataFrame,
-                    min_delay_us: float) -> tuple[pl.DataFrame, dict[str, float]]:
-    """Per rank over complete, consistent collectives: n, late, late_share, median_lateness_us, wait_caused_us."""
-    ok = colls.filter(pl.col("complete") & pl.col("consistent") & (pl.col("n_ranks") >= 2)).select("coll_id", "n_ranks")
+def straggler_stats(per_rank: pl.DataFrame, colls: pl.DataFrame, min_delay_us: float,
+                    rel_delay: float = 0.0) -> tuple[pl.DataFrame, dict[str, float]]:
+    """Per rank over complete, consistent collectives: n, late, late_share, median_lateness_us,
+    transfer_us (median transfer time of its collectives), relative_lateness (median lateness over
+    that), wait_caused_us. A collective is held up by its last rank ("late") when that rank came
+    >= `min_delay_us` and >= `rel_delay` × the collective's transfer time after the second-last."""
+    ok = (colls.filter(pl.col("complete") & pl.col("consistent") & (pl.col("n_ranks") >= 2))
+          .select("coll_id", "n_ranks", pl.col("transfer_us").clip(lower_bound=0.0).fill_null(0.0).alias("_xfer")))
     p = per_rank.join(ok, on="coll_id", how="inner")
     if p.is_empty():
         return pl.DataFrame(), {"n": 0, "held": 0}
-    late = pl.col("is_last") & (pl.col("delay_caused_us") >= min_delay_us)
+    late = (pl.col("is_last") & (pl.col("delay_caused_us") >= min_delay_us)
+            & (pl.col("delay_caused_us") >= rel_delay * pl.col("_xfer")))
     caused = pl.when(pl.col("is_last")).then(pl.col("delay_caused_us") * (pl.col("n_ranks") - 1)).otherwise(0.0)
     stats = (p.group_by("rank")
              .agg(pl.len().alias("n"), late.sum().alias("late"), pl.col("lateness_us").median().alias("median_lateness_us"),
+                  pl.col("_xfer").median().alias("transfer_us"),
                   caused.sum().alias("wait_caused_us"), pl.col("host").first(), pl.col("path").first())
-             .with_columns((pl.col("late") / pl.col("n")).alias("late_share")).sort("rank"))
+             .with_columns((pl.col("late") / pl.col("n")).alias("late_share"),
+                           (pl.col("median_lateness_us") / pl.col("transfer_us").clip(lower_bound=1.0))
+                           .alias("relative_lateness"))
+             .sort("rank"))
     held = {"n": float(ok.height), "held": float(p.filter(late)["coll_id"].n_unique())}
     return stats, held
 
