@@ -49,6 +49,11 @@ def _is_trace(path: str, head: bytes) -> bool:
     return b"traceEvents" in head or ".pt.trace" in path
 
 
+def _is_flight_json(head: bytes) -> bool:
+    """A Flight Recorder dump written as JSON: `pg_config` / `entries` keys and no `traceEvents`."""
+    return b"traceEvents" not in head and (b'"pg_config"' in head or b'"entries"' in head)
+
+
 def _is_pickle(head: bytes) -> bool:
     return head[:1] == b"\x80"
 
@@ -68,6 +73,8 @@ def _kind(path: str, explicit: bool) -> str | None:
     if _is_pickle(head):
         return "dump"
     if suffix == ".json":
+        if _is_flight_json(head):
+            return "dump"
         return "trace" if explicit or _is_trace(path, head) else None
     if suffix in (".pkl", ".pickle"):
         return "dump" if explicit else None
