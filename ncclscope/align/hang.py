@@ -8,8 +8,6 @@ drawn in `ncclscope.align.hang_verdict`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from ncclscope import schema as S
@@ -114,8 +112,26 @@ def torch_progress(logs: LogFrames) -> pl.DataFrame:
     return S.conform(out, PROGRESS)
 
 
+def untracked_groups(flight: object) -> set[str]:
+    """Groups whose dumps never mark an entry started or completed although they retire entries (or
+    whose entries are all `gloo:`): the backend records no completion (gloo), so `completed` there
+    means retired, failed work included, and `completed == enqueued` proves nothing."""
+    e = getattr(flight, "entries", None)
+    if e is None or e.is_empty():
+        return set()
+    g = e.filter(~pl.col("is_p2p")).group_by("pg_name").agg(
+        (pl.col("state").is_in(["started", "completed"]) | pl.col("time_started_ns").is_not_null()
+         | pl.col("time_completed_ns").is_not_null()).any().alias("_tracked"),
+        pl.col("retired").fill_null(False).any().alias("_retired"),
+        pl.col("profiling_name").str.starts_with("gloo:").all().alias("_gloo"))
+    return set(g.filter(~pl.col("_tracked") & (pl.col("_retired") | pl.col("_gloo")))["pg_name"].to_list())
+
+
 def flight_progress(flight: object) -> pl.DataFrame:
-    """PROGRESS rows from Flight Recorder dumps: pg_status numbers plus the entry at the stuck seq."""
+    """PROGRESS rows from Flight Recorder dumps: pg_status numbers plus the entry at the stuck seq.
+    In groups without completion tracking (`untracked_groups`) both numbers count collective_seq_id
+    from the entries (pg_status counts op_id, p2p included): enqueued = the last entry, completed =
+    the last retired entry."""
     if flight is None or getattr(flight, "entries", None) is None:
         return S.empty(PROGRESS)
     e: pl.DataFrame = flight.entries.filter(~pl.col("is_p2p"))  # type: ignore[attr-defined]
@@ -124,6 +140,7 @@ def flight_progress(flight: object) -> pl.DataFrame:
     per = e.group_by("rank", "pg_name").agg(
         pl.col("collective_seq_id").max().alias("_max_seq"),
         pl.col("collective_seq_id").filter(pl.col("state") == "completed").max().alias("_max_done"),
+        pl.col("collective_seq_id").filter(pl.col("retired").fill_null(False)).max().alias("_max_retired"),
         pl.col("path").first(),
     )
     if not st.is_empty():
@@ -131,8 +148,10 @@ def flight_progress(flight: object) -> pl.DataFrame:
                        .select("rank", "pg_name", "last_enqueued", "last_completed"), on=["rank", "pg_name"], how="left")
     else:
         per = per.with_columns(pl.lit(None, pl.Int64).alias("last_enqueued"), pl.lit(None, pl.Int64).alias("last_completed"))
-    per = per.with_columns(pl.coalesce("last_enqueued", "_max_seq").alias("enqueued"),
-                           pl.coalesce("last_completed", "_max_done").alias("completed"))
+    loose = pl.col("pg_name").is_in(list(untracked_groups(flight)))
+    per = per.with_columns(
+        pl.when(loose).then(pl.col("_max_seq")).otherwise(pl.coalesce("last_enqueued", "_max_seq")).alias("enqueued"),
+        pl.when(loose).then(pl.col("_max_retired")).otherwise(pl.coalesce("last_completed", "_max_done")).alias("completed"))
     return S.conform(per.with_columns(pl.lit("flight").alias("source"), pl.col("pg_name").alias("group"),
                                       pl.lit(0, pl.Int64).alias("line"), pl.lit(False).alias("detector"),
                                       pl.lit(False).alias("heartbeat")), PROGRESS)
@@ -246,54 +265,3 @@ def rank_facts(logs: LogFrames, coll: pl.DataFrame) -> pl.DataFrame:
     per = per.join(w, on=["path", "host", "pid"], how="left")
     per = per.join(coll.select("comm", "rank", "last_op_count", "last_op"), on=["comm", "rank"], how="left")
     return S.conform(per.sort("comm", "rank"), RANK_FACTS)
-
-
-_CRASH = (r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
-          r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable")
-
-
-_ENDS: S.Schema = {"path": pl.Utf8, "rank": pl.Int64, "last_line": pl.Int64, "last_ts_us": pl.Float64,
-                   "last_text": pl.Utf8, "crashed": pl.Boolean, "mid_line": pl.Boolean, "crash_line": pl.Int64,
-                   "crash_text": pl.Utf8}
-
-
-def rank_ends(logs: LogFrames) -> pl.DataFrame:
-    """Per (file, rank): last line, whether the rank's lines end with a crash, whether the file ends mid-line."""
-    st = logs.streams
-    if st.is_empty():
-        return S.empty(_ENDS)
-    ranks = logs.inits.filter(pl.col("rank").is_not_null()).group_by("host", "pid").agg(pl.col("rank").min().alias("_r"))
-    st = st.join(ranks, on=["host", "pid"], how="left").with_columns(pl.coalesce("rank_hint", "_r").alias("rank"))
-    per = st.filter(pl.col("rank").is_not_null()).group_by("path", "rank").agg(
-        pl.col("last_line").max(), pl.col("last_ts_us").max(), pl.col("last_text").sort_by("last_line").last())
-    per = per.join(_crash_lines(logs, per), on=["path", "rank"], how="left")
-    mids = {p: _ends_mid_line(p) for p in per["path"].unique().to_list()}
-    per = per.with_columns(pl.col("crash_line").is_not_null().alias("crashed"),
-                           pl.col("path").replace_strict(mids, default=False, return_dtype=pl.Boolean).alias("mid_line"))
-    return S.conform(per, _ENDS)
-
-
-def _crash_lines(logs: LogFrames, per: pl.DataFrame) -> pl.DataFrame:
-    """The last crash-like line of each (file, rank). Lines without a rank belong to the file's
-    only rank (one file per rank); in a file holding several ranks they are left unassigned."""
-    cols = ["path", "line", "rank_hint", "text"]
-    pool = pl.concat([logs.unknown.select(cols), logs.warnings.select(cols)], how="vertical_relaxed")
-    hits = pool.filter(pl.col("text").str.contains(_CRASH))
-    solo = per.group_by("path").agg(pl.col("rank").unique()).filter(pl.col("rank").list.len() == 1)
-    solo = solo.select("path", pl.col("rank").list.first().alias("_solo"))
-    hits = hits.join(solo, on="path", how="left").with_columns(pl.coalesce("rank_hint", "_solo").alias("rank"))
-    return (hits.filter(pl.col("rank").is_not_null()).group_by("path", "rank")
-            .agg(pl.col("line").max().alias("crash_line"), pl.col("text").sort_by("line").last().alias("crash_text")))
-
-
-def _ends_mid_line(path: str) -> bool:
-    """True when the file's last byte is not a newline: the writer was killed mid-line."""
-    try:
-        p = Path(path)
-        if not p.is_file() or p.suffix == ".gz" or p.stat().st_size == 0:
-            return False
-        with p.open("rb") as fh:
-            fh.seek(-1, 2)
-            return fh.read(1) not in (b"\n", b"\r")
-    except OSError:
-        return False

@@ -79,6 +79,9 @@ class Ctx:
     mid_line: dict[int, Evidence] = field(default_factory=dict)
     flight_ops: pl.DataFrame | None = None
     have_flight: bool = False
+    untracked: set[str] = field(default_factory=set)  # dump groups without completion tracking (gloo)
+    waiters: set[int] = field(default_factory=set)  # ranks whose own lines show them waiting for a peer
+    size_mismatch: dict[int, Evidence] = field(default_factory=dict)  # gloo: received size != own size
 
 
 def fmt_ranks(rs: tuple[int, ...] | list[int] | set[int]) -> str:
@@ -130,6 +133,13 @@ class _Group:
         if ts:
             m = majority(ts)
             return int(m) if m is not None else min(ts)
+        if self.key in self.ctx.untracked:
+            # No completion tracking: the last enqueued collective is the stuck one when ranks differ
+            # in what they enqueued, left work unretired, or (in their logs) waited for a peer.
+            E, C = self.col("enqueued"), self.col("completed")
+            if E and (len(set(E.values())) > 1 or any(C.get(r, -1) < e for r, e in E.items())
+                      or self.ctx.waiters & set(E)):
+                return int(max(E.values()))
         cs = list(self.col("completed").values())
         return max(cs) + 1 if cs else None
 
@@ -171,18 +181,22 @@ def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[i
     if len(set(sig.values())) > 1:
         return "c", minority_ranks(sig), "high" if len(sig) == len(seen) else "medium", \
             f"ranks report different op/size at sequence {s}"
+    mism = tuple(sorted(r for r in g.ctx.size_mismatch if g.size is None or r < g.size))
+    if mism:
+        return "c", mism, "medium", ("the backend aborted on a received size different from the rank's own: its "
+                                     "tensor differs from its peers' (or, less likely, its ring neighbour's does)")
     if len(set(T.values())) > 1:
         conf = "low" if g.key == "?" else "medium"
         why = "watchdog lines do not name their process group" if g.key == "?" else "same process group"
         return "c", minority_ranks(T), conf, f"ranks time out at different sequence numbers ({why})"
+    never = tuple(sorted(r for r, e in E.items() if e < s and r not in detectors))
+    died = tuple(sorted(r for r in g.ctx.died if r not in detectors and (r in never or r not in seen)))
+    if died:
+        return "d", died, "medium", "it died (its log ends with a crash, or the launcher saw it killed) while the others wait"
     if not T and E and len(E) == len(seen) and max(E.values()) < s:
         # Nobody enqueued the next work: what lags in `completed` on one rank is bookkeeping (the
         # watchdog updates it lazily), not a stuck collective.
         return "e", (), "high" if _complete(g) else "medium", "no rank that reported has enqueued work left"
-    never = tuple(sorted(r for r, e in E.items() if e < s and r not in detectors))
-    died = tuple(sorted(r for r in g.ctx.died if r not in detectors and (r in never or r not in seen)))
-    if died:
-        return "d", died, "medium", "its log ends with a crash while the others wait"
     if never:
         return "a", never, "high" if _complete(g) else "medium", f"last enqueued work < {s} on those ranks"
     return _all_entered(g, s)
@@ -243,4 +257,6 @@ def _extra_evidence(klass: str, culprits: tuple[int, ...], ctx: Ctx) -> tuple[Ev
         return tuple(ctx.net_warnings[:6]) + tuple(ctx.remote_exit[:2])
     if klass == "d":
         return tuple(ctx.died[r] for r in culprits if r in ctx.died) + tuple(ctx.remote_exit[:2])
+    if klass == "c":
+        return tuple(ctx.size_mismatch[r] for r in culprits if r in ctx.size_mismatch)
     return ()

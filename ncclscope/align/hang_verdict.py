@@ -11,13 +11,16 @@ from dataclasses import dataclass, field, replace
 import polars as pl
 
 from ncclscope.align import hang as H
+from ncclscope.align import hang_exits as X
 from ncclscope.align.hang_classify import Ctx, HangVerdict, classify_group, ev
 from ncclscope.align.hang_sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.frames import LogFrames
 from ncclscope.records import Evidence
 
 NET_FAMILIES = ["socket", "ib_completion", "ib_async", "proxy", "bootstrap", "net", "connection"]
-_WAITED = ["watchdog_timeout", "pg_status", "taking_down", "dump_signal", "dump_observed", "terminate"]
+_WAITED = ["watchdog_timeout", "pg_status", "taking_down", "dump_signal", "dump_observed", "terminate",
+           "gloo_timeout", "gloo_peer_lost"]
+_TIMEOUTS = ["watchdog_timeout", "gloo_timeout"]
 
 
 @dataclass(frozen=True)
@@ -38,13 +41,19 @@ class HangReport:
 
 
 def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
-    torch = H.torch_rows(logs)
+    franks = X.file_ranks(logs)
+    torch = X.with_file_rank(H.torch_rows(logs), franks)
     progress = pl.concat([H.torch_progress(logs), H.flight_progress(flight)], how="vertical_relaxed")
-    ends = H.rank_ends(logs)
+    ends = X.rank_ends(logs, franks)
     ctx = _context(logs, torch, progress, ends, flight)
     verdicts: list[HangVerdict] = desync_verdicts(torch)
     for (key, src), rows in progress.group_by("group", "source", maintain_order=True):
         verdicts.append(classify_group(str(key), str(src), rows, ctx))
+    gloo = X.gloo_facts(torch)
+    if not verdicts:
+        known = set(franks["frank"].to_list()) | set(X.launcher_exits(torch)["rank"].drop_nulls().to_list()) | ctx.waiters
+        v = X.gloo_verdict(ctx, gloo, known)
+        verdicts.extend([v] if v is not None else [])
     verdicts.extend(ras_verdicts(torch))
     hang_seen = bool(verdicts) or bool(ctx.died) or _timeout_anywhere(torch)
     coll = H.coll_progress(logs)
@@ -52,7 +61,7 @@ def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
     verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
     verdicts = [_with_last_activity(v, ends) for v in _dedupe(verdicts)]
     return HangReport(verdicts=tuple(verdicts), progress=progress, coll=coll, ends=ends, facts=H.rank_facts(logs, coll),
-                      timeouts=torch.filter(pl.col("kind") == "watchdog_timeout"), exited=tuple(sorted(ctx.died.items())))
+                      timeouts=torch.filter(pl.col("kind").is_in(_TIMEOUTS)), exited=tuple(sorted(ctx.died.items())))
 
 
 def _timeout_anywhere(torch: pl.DataFrame) -> bool:
@@ -69,6 +78,9 @@ def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends:
     died = {int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
             for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
             if r["rank"] not in waited}  # a crash after the rank's own watchdog timeout is a consequence
+    waiters = X.waiting_ranks(torch)
+    logged = set(ends["rank"].drop_nulls().to_list())
+    died.update({r: e for r, e in X.died_ranks(X.launcher_exits(torch), waiters, logged).items() if r not in died})
     mid = {int(r["rank"]): ev(r["path"], r["last_line"], r["last_text"])
            for r in ends.filter(pl.col("mid_line") & pl.col("rank").is_not_null()).iter_rows(named=True)}
     detectors = set(progress.filter(pl.col("detector"))["rank"].drop_nulls().to_list())
@@ -79,7 +91,9 @@ def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends:
                net_hosts=tuple(hosts[:8]),
                died=died, remote_exit=[ev(r["path"], r["line"], r["text"]) for r in remote.head(3).iter_rows(named=True)],
                detectors=detectors, sizes=_group_sizes(logs, torch, flight), labels={**_flight_labels(flight), **_labels(logs, torch)},
-               mid_line=mid, flight_ops=H.flight_ops(flight), have_flight=has_flight)
+               mid_line=mid, flight_ops=H.flight_ops(flight), have_flight=has_flight,
+               untracked=H.untracked_groups(flight), waiters=waiters,
+               size_mismatch=X.size_mismatches(X.gloo_facts(torch)))
 
 
 def pg_comms(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:

@@ -94,12 +94,15 @@ def collective_mismatch(ctx: Context) -> Iterable[Finding]:
 @rule("rank-exited", "error", "A rank's log ends with a crash while the others wait", "hang")
 def rank_exited(ctx: Context) -> Iterable[Finding]:
     """A rank whose log ends with a crash (segfault, OOM, CUDA error, killed) and that printed no
-    watchdog line of its own: it died first, and the other ranks' timeouts are its echo. When a
+    watchdog line of its own, or that torchrun's failure report shows killed by a signal it did not
+    send itself (SIGKILL, SIGABRT, SIGSEGV; not SIGTERM) while printing no timeout of its own: it died
+    first, and the other ranks' timeouts are its echo. When a
     collective is stuck, a log that ends mid-line (no final newline) is reported as a warning: the
     writer was killed mid-write."""
     rep = hang_report(ctx)
     for r, e in rep.exited:
-        yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: its log ends with a crash",
+        how = e.text.split(": ", 1)[1].split(":", 1)[0] if e.text.startswith("torchrun: ") else "its log ends with a crash"
+        yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: {how}",
                       why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e,), metrics={"rank": r})
     ends = rep.ends if rep.ends is not None else pl.DataFrame()
     if ends.height and rep.verdicts:  # pasted excerpts often lack a final newline: only say so in a hang
@@ -116,8 +119,9 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
 @rule("watchdog-timeout", "error", "The PyTorch watchdog timed out a collective", "hang")
 def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     """Every `Watchdog caught collective operation timeout: WorkNCCL(SeqNum, OpType, NumelIn,
-    NumelOut, Timeout(ms))` line (also hard-wrapped ones and blocking-wait timeouts), grouped by
-    SeqNum and OpType: which ranks timed out, after how long, against which timeout."""
+    NumelOut, Timeout(ms))` line (also hard-wrapped ones and blocking-wait timeouts) and every gloo
+    `Timed out waiting …ms for recv/send` (gloo's own timeout, no SeqNum), grouped by SeqNum and
+    OpType: which ranks timed out, after how long, against which timeout."""
     t = hang_report(ctx).timeouts
     if t is None or t.is_empty():
         return
@@ -127,7 +131,8 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     for row in g.iter_rows(named=True):
         ranks = tuple(int(r) for r in row["ranks"])
         secs = f"{row['timeout_ms'] / 1000:.0f} s" if row["timeout_ms"] else "the timeout"
-        title = (f"Watchdog timeout: {row['op_type'] or 'a collective'} SeqNum {row['seq']} did not finish within "
+        seq = f" SeqNum {row['seq']}" if row["seq"] is not None else ""
+        title = (f"Watchdog timeout: {row['op_type'] or 'a collective'}{seq} did not finish within "
                  f"{secs} on {len(ranks) or '?'} rank(s)")
         evid = tuple(ev(p, ln, tx) for p, ln, tx in list(zip(row["path"], row["line"], row["text"], strict=False))[:8])
         yield Finding(id="watchdog-timeout", severity="error", title=title, ranks=ranks, evidence=evid,

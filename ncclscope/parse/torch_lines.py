@@ -26,6 +26,7 @@ COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)
 _ANCHOR = re.compile(
     r"NCCL|nccl[A-Z]|[Ww]atchdog|\[(?:PG|Rank) |Rank \d|ranks|dump|Last error|collective|#\d|\] (?:started|finished) "
     r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
+    r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
 )
 _RANK_WRAPPER = re.compile(r"^\[rank\d+\]:\s?")
 _MAX_LINE = 20_000
@@ -310,6 +311,9 @@ class _ToRow(Transformer[Token, Row]):
         return {"kind": "terminate", "detail": (_rest(items) or "").rstrip(".")}
 
     def term_watchdog(self, items: list[Any]) -> Row:
+        inner = _merge([i for i in items if isinstance(i, dict)])
+        if str(inner.get("kind", "")).startswith("gloo_"):  # `what(): [enforce fail …]`: keep gloo's own kind
+            return inner
         return _inner("terminate", "watchdog_exception", items)
 
     def term_throw(self, items: list[Any]) -> Row:
@@ -359,6 +363,54 @@ class _ToRow(Transformer[Token, Row]):
 
     def ras_rank(self, items: list[Any]) -> Row:
         return {"kind": "ras", "detail": f"rank on {_rest(items)}", "rank": _int(items[0])}
+
+    # --- gloo errors (kind gloo_*): the waiting ranks' timeouts, a lost peer, a size mismatch ------
+    def gloo_timeout(self, items: list[Any]) -> Row:
+        ms = next(i for i in items if isinstance(i, Token) and i.type == "INT")
+        d = next(str(i) for i in items if isinstance(i, Token) and i.type == "GLOO_DIR")
+        return {"kind": "gloo_timeout", "timeout_ms": _int(ms), "detail": f"waiting for {d}"}
+
+    def _peer_lost(self, items: list[Any], how: str) -> Row:
+        peer = next(str(i) for i in items if isinstance(i, Token) and i.type == "PEER_ADDR")
+        return {"kind": "gloo_peer_lost", "detail": f"connection {how} by peer {peer}"}
+
+    def gloo_peer_closed(self, items: list[Any]) -> Row:
+        return self._peer_lost(items, "closed")
+
+    def gloo_peer_reset(self, items: list[Any]) -> Row:
+        return self._peer_lost(items, "reset")
+
+    def gloo_size_mismatch(self, items: list[Any]) -> Row:
+        got, want = (_int(i) for i in items if isinstance(i, Token) and i.type == "INT")
+        return {"kind": "gloo_size_mismatch", "numel_in": got, "numel_out": want,
+                "detail": f"received {got} bytes, expected {want}"}
+
+    # --- torchrun's failure report (kind launcher; detail says which line) ---------------------
+    # Numbers go into `detail` as `key value` words (the TORCH schema has no exit-code/pid columns);
+    # ncclscope.align.hang_exits reads them back.
+    def tr_failed(self, items: list[Any]) -> Row:
+        code, local, pid = (_int(i) for i in items if isinstance(i, Token) and i.type in ("SINT", "INT"))
+        return {"kind": "launcher", "detail": f"failed exitcode {code} local_rank {local} pid {pid}"}
+
+    def tr_sent(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": f"sent {items[1]} pid {_int(items[0])}"}
+
+    def tr_failures(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": "section failures"}
+
+    def tr_root(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": "section root_cause"}
+
+    def tr_rank(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": f"rank local_rank {_int(items[1])}", "rank": _int(items[0])}
+
+    def tr_host(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": f"host {_rest(items)}"}
+
+    def tr_exit(self, items: list[Any]) -> Row:
+        code, pid = (_int(i) for i in items if isinstance(i, Token) and i.type in ("SINT", "INT"))
+        sig = next((str(i) for i in items if isinstance(i, Token) and i.type == "SIGNAME"), None)
+        return {"kind": "launcher", "detail": f"exitcode {code} pid {pid}" + (f" signal {sig}" if sig else "")}
 
     def misc_gil(self, items: list[Any]) -> Row:
         return {"kind": "other", "detail": "gil_hang"}

@@ -153,17 +153,8 @@ def _analyze(out: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, ob
 
 
 # Detection belongs to the analysis rules: `straggler` from traces (issue 4); `collective-hang` and
-# `rank-exited` from PyTorch-side evidence (issue 3). Until a rule lands its case may fail.
-PENDING: dict[str, str] = {
-    "hang": "collective-hang from gloo timeouts / Flight Recorder dumps is not detected yet (issue 3)",
-    "crash": "rank-exited from a silent rank log / torchrun's summary is not detected yet (issue 3)",
-}
-
-
-@pytest.mark.parametrize("fault", [
-    pytest.param(f, marks=pytest.mark.xfail(reason=PENDING[f], strict=False)) if f in PENDING else f
-    for f in EXPECTED
-])
+# `rank-exited` from PyTorch-side evidence (issue 3: gloo Flight Recorder dumps, gloo errors, torchrun's report).
+@pytest.mark.parametrize("fault", list(EXPECTED))
 def test_analyze_names_the_injected_fault_and_rank(fault: str, capture: Callable[[str], CaptureResult],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     findings = _analyze(capture(fault).out_dir, capsys)

@@ -20,11 +20,6 @@ SAMPLES = {
     "crash": (4, 3, "rank-exited"),
     "mismatch": (4, 1, "collective-mismatch"),
 }
-PENDING = {
-    "hang": "the hang rules do not read gloo timeouts / gloo Flight Recorder dumps yet (issue 3)",
-    "crash": "the hang rules do not read torchrun's failure summary / a silent rank yet (issue 3)",
-    "mismatch": "the hang rules do not read gloo's size-mismatch abort yet (issue 3)",
-}
 
 
 def _log(name: str, rank: int) -> str:
@@ -58,10 +53,7 @@ def test_samples_show_the_lines_evidence_md_quotes() -> None:
     assert not (CAPTURES / "crash" / "flight" / "nccl_trace_rank_3").exists()
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason=PENDING[n], strict=False)) if n in PENDING else n
-    for n in SAMPLES
-])
+@pytest.mark.parametrize("name", list(SAMPLES))
 def test_analyze_names_the_sample_fault(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     _, culprit, finding = SAMPLES[name]
     capsys.readouterr()

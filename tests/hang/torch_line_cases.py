@@ -182,6 +182,38 @@ CASES: list[tuple[str, dict[str, object]]] = [
     ("  Communicator ranks have different AllGather operation counts", {"kind": "ras", "op_type": "AllGather"}),
     ("  30 ranks have launched up to operation 640", {"kind": "ras", "seq": 640, "numel_in": 30, "detail": "op_count"}),
     ("  Rank 12 -- GPU 4 managed by process 323032 on node 10.134.247.124", {"kind": "ras", "rank": 12}),
+    # gloo (CPU backend) errors, torch 2.13 (samples/capture): a waiter's timeout, a lost peer, a size mismatch
+    (("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+      "10000ms for recv operation to complete"),
+     {"kind": "gloo_timeout", "timeout_ms": 10000, "detail": "waiting for recv", "rank": None}),
+    (("[rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms "
+      "for send operation to complete"),
+     {"kind": "gloo_timeout", "timeout_ms": 1800000, "detail": "waiting for send"}),
+    (("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+      "[127.0.0.1]:9635. This is typically caused by a remote worker crashing. Check the logs of the remote worker "
+      "before reporting an error. GLHF! \U0001f3d6\ufe0f"),
+     {"kind": "gloo_peer_lost", "detail": "connection closed by peer [127.0.0.1]:9635"}),
+    (("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+      "[127.0.0.1]:9635: Connection reset by peer. This is typically caused by a remote worker hanging or bugs in the "
+      "application."),
+     {"kind": "gloo_peer_lost", "detail": "connection reset by peer [127.0.0.1]:9635"}),
+    (("  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+      "op.preamble.length <= op.nbytes. 512 vs 384. Received data size doesn't match expected size. Is there a "
+      "distributed collective mismatch in your code?"),
+     {"kind": "gloo_size_mismatch", "numel_in": 512, "numel_out": 384}),
+    # torchrun (torch.distributed.elastic) agent lines and its ChildFailedError summary
+    (("E1121 22:05:15.854000 18052 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) "
+      "local_rank: 3 (pid: 26749) of binary: /work/main/.venv/bin/python"),
+     {"kind": "launcher", "severity": "E", "detail": "failed exitcode -9 local_rank 3 pid 26749"}),
+    (("W1121 22:24:03.249000 2713 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 2911 closing "
+      "signal SIGTERM"),
+     {"kind": "launcher", "detail": "sent SIGTERM pid 2911"}),
+    ("Failures:", {"kind": "launcher", "detail": "section failures"}),
+    ("Root Cause (first observed failure):", {"kind": "launcher", "detail": "section root_cause"}),
+    ("  rank      : 3 (local_rank: 3)", {"kind": "launcher", "rank": 3, "detail": "rank local_rank 3"}),
+    ("  host      : node-17.cluster", {"kind": "launcher", "detail": "host node-17.cluster"}),
+    ("  exitcode  : -9 (pid: 26749)  (SIGKILL)", {"kind": "launcher", "detail": "exitcode -9 pid 26749 signal SIGKILL"}),
+    ("  exitcode  : 143 (pid: 2911) ", {"kind": "launcher", "detail": "exitcode 143 pid 2911"}),
 ]
 
 # Lines that must NOT be taken for torch lines.
@@ -195,4 +227,8 @@ NOT_TORCH: list[str] = [
     ".",
     "[E something] unrelated",
     "the collective was slow today",
+    "  time      : 2026-11-21_22:24:51",
+    "  traceback : Signal 9 (SIGKILL) received by PID 3274",
+    "RuntimeError: [x.cc:1] something else went wrong",
+    "the rank : 3 of them failed",
 ]
