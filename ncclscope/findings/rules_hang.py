@@ -101,7 +101,8 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
     writer was killed mid-write."""
     rep = hang_report(ctx)
     for r, e in rep.exited:
-        how = e.text.split(": ", 1)[1].split(":", 1)[0] if e.text.startswith("torchrun: ") else "its log ends with a crash"
+        how = ("torchrun reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
+               if e.text.startswith("torchrun: ") and "failed with " in e.text else "its log ends with a crash")
         yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: {how}",
                       why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e,), metrics={"rank": r})
     ends = rep.ends if rep.ends is not None else pl.DataFrame()
