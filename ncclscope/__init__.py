@@ -9,6 +9,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import os as _os  # noqa: E402
+
+# Polars' jemalloc keeps freed pages for 10 s by default, so every join or sort of a large trace
+# leaves its scratch memory resident; return it at once (before Polars loads; a user's setting wins).
+_os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+
 from ncclscope.errors import InputError, NcclscopeError, TraceError, UnsafePickleError  # noqa: E402
 from ncclscope.records import Evidence, Finding  # noqa: E402
 from ncclscope.session import Session, analyze  # noqa: E402

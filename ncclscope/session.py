@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from ncclscope import align, parse
+from ncclscope import schema as S
 from ncclscope.findings import Context, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.records import Finding
@@ -47,8 +48,10 @@ def analyze(
 ) -> Session:
     """Read every input (logs, traces, Flight Recorder dumps), line ranks up and run all rules."""
     inputs = parse.classify_inputs(list(paths) + list(trace_paths))
-    logs = parse.read_logs(inputs.logs, progress=progress)
-    ranks, comms = align.identify(logs)
+    # No logs: skip the log reader and rank identification (and their imports); they would return
+    # exactly these empty frames.
+    logs = parse.read_logs(inputs.logs, progress=progress) if inputs.logs else LogFrames()
+    ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
     # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
     trace_inputs = [*inputs.traces, *trace_paths]
     traces = parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress) if trace_inputs else None

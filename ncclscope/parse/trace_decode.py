@@ -1,8 +1,9 @@
 """Parse stage, torch.profiler traces: decode one Chrome trace into plain columns.
 
-msgspec decodes only the fields ncclscope needs (typed Structs; every other key is skipped in C),
-and one pass keeps the few event kinds that matter as column lists; the decoded events are dropped
-as soon as the file's columns are built.
+msgspec decodes only the fields ncclscope needs (typed Structs; every other key is skipped in C).
+The event array is first split into raw slices of the file's bytes (no per-event object but a
+slice), then decoded `_CHUNK` events at a time; each chunk's few relevant events go to column lists
+and the chunk is dropped before the next, so a file never has all its events decoded at once.
 """
 
 from __future__ import annotations
@@ -51,14 +52,17 @@ class _Event(msgspec.Struct, gc=False):
 
 
 class _Trace(msgspec.Struct):
-    traceEvents: list[_Event] | None = None
+    # Raw slices of the input bytes; decoded into `_Event`s chunk by chunk (see `_columnarise`).
+    traceEvents: list[msgspec.Raw] | None = None
     distributedInfo: dict[str, Any] | None = None
     deviceProperties: list[dict[str, Any]] | None = None
     baseTimeNanoseconds: int | None = None
     host_name: str | None = None
 
 
-_DECODER = msgspec.json.Decoder(_Trace | list[_Event])
+_DECODER = msgspec.json.Decoder(_Trace | list[msgspec.Raw])
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_CHUNK = 16384  # events decoded at once (a few MB of Structs)
 _ARGS = msgspec.json.Decoder(_Args)
 _NO_ARGS = _Args()
 
@@ -124,7 +128,10 @@ def decode(path: str) -> DecodedTrace:
         raise TraceError(f"{path}: the trace holds no events")
     out = DecodedTrace(path=path, distributed=top.distributedInfo or {}, devices=top.deviceProperties or [],
                        base_ns=top.baseTimeNanoseconds, host=top.host_name, n_events=len(top.traceEvents))
-    _columnarise(top.traceEvents, out)
+    try:
+        _columnarise(top.traceEvents, out)
+    except msgspec.ValidationError as e:
+        raise TraceError(f"{path}: not a torch.profiler Chrome trace ({e})") from None
     return out
 
 
@@ -132,33 +139,34 @@ def _new(*names: str) -> dict[str, list[Any]]:
     return {n: [] for n in names}
 
 
-def _columnarise(events: list[_Event], out: DecodedTrace) -> None:
-    # One pass, keeping only what a later stage reads; everything else is dropped with `events`.
+def _columnarise(raw: list[msgspec.Raw], out: DecodedTrace) -> None:
+    # Chunk by chunk, keeping only what a later stage reads; everything else is dropped with the chunk.
     gpu = _new("stream", "ts", "dur", "is_comm")
     nccl = _new("stream", "ts", "dur", "name", "external_id", "correlation", *_COMM_FIELDS)
     launches = _new("tid", "ts", "external_id", "correlation")
     ops = _new("tid", "ts", "dur", "name", "external_id", "input_dims", "input_type", *_COMM_FIELDS)
     steps = _new("ts", "dur", "name")
-    for e in events:
-        if e.ph != "X":
-            continue
-        cat, name = e.cat, e.name
-        if cat in _GPU_CATS:
-            is_nccl = cat == "kernel" and name.startswith("nccl") and "Kernel_" in name[:16]
-            _add(gpu, stream=e.tid, ts=e.ts, dur=e.dur, is_comm=is_nccl)
-            if is_nccl:
-                _add_with_args(nccl, _args(e), stream=e.tid, ts=e.ts, dur=e.dur, name=name)
-        elif cat == "cuda_runtime" or cat == "cuda_driver":
-            if "aunch" in name and (a := _args(e)).correlation is not None:
-                _add(launches, tid=e.tid, ts=e.ts, external_id=a.external_id, correlation=a.correlation)
-        elif cat == "gpu_user_annotation":
-            continue
-        elif name == "record_param_comms" or name.startswith(_OP_PREFIXES):
-            a = _args(e)
-            _add_with_args(ops, a, tid=e.tid, ts=e.ts, dur=e.dur, name=name,
-                           input_dims=_raw(a.input_dims), input_type=_raw(a.input_type))
-        elif name.startswith("ProfilerStep#"):
-            _add(steps, ts=e.ts, dur=e.dur, name=name)
+    for i in range(0, len(raw), _CHUNK):
+        for e in _EVENTS.decode(b"[" + b",".join(raw[i:i + _CHUNK]) + b"]"):
+            if e.ph != "X":
+                continue
+            cat, name = e.cat, e.name
+            if cat in _GPU_CATS:
+                is_nccl = cat == "kernel" and name.startswith("nccl") and "Kernel_" in name[:16]
+                _add(gpu, stream=e.tid, ts=e.ts, dur=e.dur, is_comm=is_nccl)
+                if is_nccl:
+                    _add_with_args(nccl, _args(e), stream=e.tid, ts=e.ts, dur=e.dur, name=name)
+            elif cat == "cuda_runtime" or cat == "cuda_driver":
+                if "aunch" in name and (a := _args(e)).correlation is not None:
+                    _add(launches, tid=e.tid, ts=e.ts, external_id=a.external_id, correlation=a.correlation)
+            elif cat == "gpu_user_annotation":
+                continue
+            elif name == "record_param_comms" or name.startswith(_OP_PREFIXES):
+                a = _args(e)
+                _add_with_args(ops, a, tid=e.tid, ts=e.ts, dur=e.dur, name=name,
+                               input_dims=_raw(a.input_dims), input_type=_raw(a.input_type))
+            elif name.startswith("ProfilerStep#"):
+                _add(steps, ts=e.ts, dur=e.dur, name=name)
     out.gpu, out.nccl, out.launches, out.ops, out.steps = gpu, nccl, launches, ops, steps
 
 
