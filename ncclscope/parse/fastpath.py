@@ -24,6 +24,8 @@ from ncclscope.parse.families import FAMILIES, VARYING
 from ncclscope.parse.transform import to_table, typed_fields, warning_rows
 
 SMALL = rx.SMALL
+__all__ = ["SMALL", "VARYING", "Matched", "dispatch_pattern", "family_index", "family_patterns", "fields_frame",
+           "first_family", "match_families"]  # VARYING is read here (the COLL lane, tests switch it off)
 
 
 @functools.cache

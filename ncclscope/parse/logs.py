@@ -17,15 +17,16 @@ from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, LogFrames
 from ncclscope.parse import peel
 from ncclscope.parse.fastpath import match_families
+from ncclscope.parse.lane import MAX_TEXT, split_lane
 from ncclscope.parse.reader import ReadStats, read_chunks
 from ncclscope.parse.torch_rows import torch_rows
-
-MAX_TEXT = 2000  # characters of the original line kept in `text` (evidence)
 
 
 def prepare(raw: pl.DataFrame) -> pl.DataFrame:
     """(`path`, `line`, `raw`) -> one row per line with origin columns, prefix fields and `msg`."""
-    df = raw.with_columns(pl.col("raw").str.slice(0, MAX_TEXT).alias("text"), pl.int_range(pl.len()).alias("_row"))
+    longest = raw["raw"].str.len_bytes().max()
+    text = pl.col("raw").str.slice(0, MAX_TEXT) if isinstance(longest, int) and longest > MAX_TEXT else pl.col("raw")
+    df = raw.with_columns(text.alias("text"), pl.int_range(pl.len()).alias("_row"))
     df = peel.split(peel.clean(df).drop("raw"))
     if not df["_row"].is_sorted():
         df = df.sort("_row")
@@ -48,7 +49,16 @@ class _Acc:
         parts = self.tables.get(name)
         if not parts:
             return S.empty(schema)
-        return pl.concat(parts, how="vertical_relaxed").sort(["path", "line"], maintain_order=True)
+        df = pl.concat(parts, how="vertical_relaxed")
+        return df if _in_order(df) else df.sort(["path", "line"], maintain_order=True)
+
+
+def _in_order(df: pl.DataFrame) -> bool:
+    """Already sorted by (path, line)? (The COLL frame usually is, and sorting millions of rows is not free.)"""
+    p, ln = pl.col("path"), pl.col("line")
+    same = p == p.shift(1)
+    ok = df.select(((p >= p.shift(1)) & (~same | (ln >= ln.shift(1)))).fill_null(True).all()).item()
+    return bool(ok)
 
 
 def _streams(df: pl.DataFrame) -> pl.DataFrame:
@@ -59,7 +69,7 @@ def _streams(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("line").min().alias("first_line"), pl.col("line").max().alias("last_line"),
         pl.len().cast(pl.Int64).alias("n_lines"),
         pl.col("ts_us").drop_nulls().last().alias("last_ts_us"),
-        pl.col("text").sort_by("line").last().alias("last_text"),
+        pl.col("text").get(pl.col("line").arg_max()).alias("last_text"),
     )
 
 
@@ -75,6 +85,13 @@ def _merge_streams(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def process_chunk(raw: pl.DataFrame, acc: _Acc) -> None:
+    coll, raw = split_lane(raw, prepare)
+    if coll.height:
+        acc.add("collectives", coll)
+        acc.streams.append(_streams(coll))
+        acc.cov = [acc.cov[0] + coll.height, acc.cov[1] + coll.height, acc.cov[2] + coll.height, acc.cov[3]]
+    if raw.height == 0:
+        return
     df = prepare(raw)
     acc.streams.append(_streams(df))
     live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
@@ -100,7 +117,7 @@ def _fmt(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1_000_000 else f"{n / 1e3:.1f}k" if n >= 10_000 else str(n)
 
 
-BATCH_LINES = 200_000  # small inputs are processed together, big ones chunk by chunk
+BATCH_LINES = 1_000_000  # small inputs are processed together, big ones chunk by chunk (COLL rows cost little)
 
 
 def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = None) -> LogFrames:
