@@ -62,13 +62,14 @@ def init_lines(r: Rank, gpn: int, comm_id: str, nchannels: int = 2) -> Iterator[
         yield pi + f"Ring {c:02d} : {prev} -> {r.rank} -> {nxt}"
     yield pi + "Trees" + "".join(f" [{c}] {nxt}/-1/-1->{r.rank}->{prev}" for c in range(nchannels))
     yield pi + "P2P Chunksize set to 131072"
-    same_node = nxt // gpn == r.node
+    # NET only between nodes: a rank receives over IB only from a previous rank on another node.
     for c in range(nchannels):
-        if same_node:
+        if prev // gpn != r.node:
+            yield pi + f"Channel {c:02d}/0 : {prev}[{prev % gpn}] -> {r.rank}[{r.dev}] [receive] via NET/IB/{c % 2}/GDRDMA"
+        if nxt // gpn == r.node:
             yield pi + f"Channel {c:02d}/0 : {r.rank}[{r.dev}] -> {nxt}[{nxt % gpn}] via P2P/CUMEM/read"
         else:
             yield pi + f"Channel {c:02d}/0 : {r.rank}[{r.dev}] -> {nxt}[{nxt % gpn}] [send] via NET/IB/{c % 2}/GDRDMA"
-            yield pi + f"Channel {c:02d}/0 : {prev}[{prev % gpn}] -> {r.rank}[{r.dev}] [receive] via NET/IB/{c % 2}/GDRDMA"
     yield pi + "Connected all rings, use ring PXN 0 GDR 1"
     yield pi + "Connected all trees"
     yield pi + "threadThresholds 8/8/64 | 512/8/64 | 512 | 512"
