@@ -2,8 +2,8 @@
 
 PyTorch lines and Flight Recorder dumps give, per rank of a group, the sequence number that timed
 out and the last enqueued / completed work (PROGRESS); NCCL COLL lines give the last opCount per
-rank of a communicator (COLL_PROGRESS). Everything here is vectorised Polars; the verdict itself is
-drawn in `ncclscope.align.hang_verdict`.
+rank of a communicator (COLL_PROGRESS, computed in `ncclscope.align.hang_coll` and re-exported here).
+Everything here is vectorised Polars; the verdict itself is drawn in `ncclscope.align.hang_verdict`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
+from ncclscope.align.hang_coll import COLL_PROGRESS as COLL_PROGRESS
+from ncclscope.align.hang_coll import coll_mismatches as coll_mismatches
+from ncclscope.align.hang_coll import coll_progress as coll_progress
 from ncclscope.frames import LogFrames
 
 PROGRESS: S.Schema = {
@@ -27,20 +30,6 @@ PROGRESS: S.Schema = {
     "detector": pl.Boolean,  # this rank raised the dump signal (first to detect the timeout)
     "named_detector": pl.Int64,  # a rank this rank's lines name as the detector (`from rank N`)
     "heartbeat": pl.Boolean,  # the watchdog itself got stuck (a CUDA/NCCL API call hangs)
-    "path": pl.Utf8,
-    "line": pl.Int64,
-    "text": pl.Utf8,
-}
-
-COLL_PROGRESS: S.Schema = {
-    "comm": pl.Utf8,  # commId, else `nranks=N` when no Init line maps the pointer
-    "rank": pl.Int64,
-    "nranks": pl.Int64,
-    "last_op_count": pl.Int64,
-    "last_op": pl.Utf8,
-    "last_count": pl.Int64,
-    "last_datatype": pl.Int64,
-    "n_coll": pl.Int64,
     "path": pl.Utf8,
     "line": pl.Int64,
     "text": pl.Utf8,
@@ -167,69 +156,6 @@ def flight_ops(flight: object) -> pl.DataFrame:
         pl.col("pg_name").alias("group"), "rank", pl.col("collective_seq_id").alias("seq"), "op",
         pl.col("input_numel").alias("numel_in"), pl.col("output_numel").alias("numel_out"),
         pl.col("input_dtypes").alias("dtype"), "state")
-
-
-_COLL_COLS = ["path", "line", "host", "pid", "rank_hint", "op", "op_count", "comm_ptr", "count", "datatype", "nranks"]
-
-
-def comm_of_coll(logs: LogFrames) -> pl.LazyFrame:
-    """COLL rows with their communicator (commId via the Init line of the same process) and rank:
-    `comm_id` (null when no Init line maps the pointer), `crank`, `cnranks`. Lazy; no text column."""
-    ini = (logs.inits.lazy().filter(pl.col("comm_ptr").is_not_null() & pl.col("rank").is_not_null())
-           .group_by("host", "pid", "comm_ptr")
-           .agg(pl.col("comm_id").drop_nulls().first(), pl.col("rank").first().alias("_crank"),
-                pl.col("nranks").drop_nulls().first().alias("_cn")))
-    c = logs.collectives.lazy().select(_COLL_COLS).join(ini, on=["host", "pid", "comm_ptr"], how="left")
-    return c.with_columns(pl.coalesce("_crank", "rank_hint").alias("crank"),
-                          pl.coalesce("_cn", "nranks").alias("cnranks")).filter(pl.col("crank").is_not_null())
-
-
-def _comm_key() -> pl.Expr:
-    # Without an Init line the communicator is only known by its size (one comm per size assumed).
-    return pl.coalesce("comm_id", pl.format("nranks={}", "cnranks")).alias("comm")
-
-
-def _texts(logs: LogFrames, rows: pl.DataFrame) -> pl.DataFrame:
-    """The original text of a few COLL rows (semi-join first: the COLL frame has millions of rows)."""
-    return logs.collectives.select("path", "line", "text").join(rows.select("path", "line"), on=["path", "line"],
-                                                                how="semi")
-
-
-def coll_progress(logs: LogFrames) -> pl.DataFrame:
-    """Per (communicator, rank): last opCount seen in COLL lines and the op it launched."""
-    if logs.collectives.is_empty():
-        return S.empty(COLL_PROGRESS)
-    last = pl.col("op_count").arg_max()
-    out = (comm_of_coll(logs).filter(pl.col("op_count").is_not_null())
-           .group_by("comm_id", "cnranks", "crank").agg(
-               pl.col("op_count").max().alias("last_op_count"), pl.col("op").get(last).alias("last_op"),
-               pl.col("count").get(last).alias("last_count"), pl.col("datatype").get(last).alias("last_datatype"),
-               pl.len().alias("n_coll"), pl.col("path").get(last), pl.col("line").get(last))
-           .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
-           .collect())
-    return S.conform(out.join(_texts(logs, out), on=["path", "line"], how="left"), COLL_PROGRESS)
-
-
-def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
-    """(comm, op_count) where ranks launched different collectives (op, count or datatype differ)."""
-    empty = pl.DataFrame(schema={"comm": pl.Utf8, "op_count": pl.Int64, "ranks": pl.List(pl.Int64),
-                                 "sigs": pl.List(pl.Utf8), "path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8})
-    if logs.collectives.is_empty():
-        return empty
-    c = comm_of_coll(logs).filter(~pl.col("op").is_in(["Send", "Recv"]))
-    keys = ["comm_id", "cnranks", "op_count"]
-    # Count distinct values per column first (cheap); build signature strings only where they differ.
-    bad = (c.group_by(keys).agg(pl.col("op").n_unique().alias("_o"), pl.col("count").n_unique().alias("_c"),
-                                pl.col("datatype").n_unique().alias("_d"))
-           .filter((pl.col("_o") > 1) | (pl.col("_c") > 1) | (pl.col("_d") > 1)).select(keys))
-    sig = pl.format("{} count {} datatype {}", "op", "count", "datatype").alias("sig")
-    g = (c.join(bad, on=keys, how="semi").with_columns(sig).sort("line")
-         .group_by(keys).agg(pl.col("crank").alias("ranks"), pl.col("sig").alias("sigs"),
-                             pl.col("path").first(), pl.col("line").first())
-         .with_columns(_comm_key()).collect())
-    if g.is_empty():
-        return empty
-    return g.join(_texts(logs, g), on=["path", "line"], how="left").select(empty.columns).sort("comm", "op_count")
 
 
 RANK_FACTS: S.Schema = {
