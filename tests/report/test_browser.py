@@ -82,8 +82,11 @@ def test_the_checks_can_fail(browser: Browser, tmp_path: Path) -> None:
     """Control: a page that fetches and throws is caught by the same checks."""
     bad = tmp_path / "bad.html"
     bad.write_text(
-        '<html><body><img src="http://127.0.0.1:9/x.png"><script>console.error("boom");'
-        "throw new Error('bang')</script></body></html>"
+        # Errors repeat after load: under load Chromium may swap the renderer during navigation, and
+        # events of the very first script run can be lost before the session sees the new context.
+        '<html><body><img src="http://127.0.0.1:9/x.png"><script>'
+        'setInterval(() => { console.error("boom"); setTimeout(() => { throw new Error("bang"); }); }, 250);'
+        "</script></body></html>"
     )
     page = browser.open(bad.resolve().as_uri())
     page.wait_for("document.readyState === 'complete'")
