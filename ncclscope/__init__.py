@@ -9,30 +9,30 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-import os as _os  # noqa: E402
+import os as _os
 
 # Polars' jemalloc keeps freed pages for 10 s by default, so every join or sort of a large trace
 # leaves its scratch memory resident; return it at once (before Polars loads; a user's setting wins).
 _os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
 
-from ncclscope.errors import InputError, NcclscopeError, TraceError, UnsafePickleError  # noqa: E402
-from ncclscope.records import Evidence, Finding  # noqa: E402
-from ncclscope.session import Session, analyze  # noqa: E402
-from ncclscope.notebook import Analysis, load  # noqa: E402
-from ncclscope.report import render, write_report  # noqa: E402
+from ncclscope.errors import InputError, NcclscopeError, TraceError, UnsafePickleError
+from ncclscope.notebook import Analysis, load
+from ncclscope.records import Evidence, Finding
+from ncclscope.report import render, write_report
+from ncclscope.session import Session, analyze
 
 __all__ = [
+    "Analysis",
+    "Evidence",
+    "Finding",
+    "InputError",
+    "NcclscopeError",
+    "Session",
+    "TraceError",
+    "UnsafePickleError",
     "__version__",
     "analyze",
     "load",
-    "Analysis",
     "render",
     "write_report",
-    "Session",
-    "Finding",
-    "Evidence",
-    "NcclscopeError",
-    "InputError",
-    "TraceError",
-    "UnsafePickleError",
 ]

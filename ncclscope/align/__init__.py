@@ -5,4 +5,4 @@ from __future__ import annotations
 from ncclscope.align.identity import identify
 from ncclscope.align.traces import align_traces
 
-__all__ = ["identify", "align_traces"]
+__all__ = ["align_traces", "identify"]

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.markup import escape
 
-
 PIPE_WIDTH = 160  # Rich assumes 80 columns off a terminal; reports piped into a ticket read better wider
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ncclscope.parse.flight import read_flight
     from ncclscope.parse.logs import read_logs
 
-__all__ = ["Inputs", "classify_inputs", "read_logs", "read_traces", "read_flight"]
+__all__ = ["Inputs", "classify_inputs", "read_flight", "read_logs", "read_traces"]
 
 
 def __getattr__(name: str) -> Any:
