@@ -38,16 +38,17 @@ def straggler_stats(per_rank: pl.DataFrame, colls: pl.DataFrame, min_delay_us: f
     return stats, held
 
 
-def union_length(df: pl.DataFrame, by: str = "rank") -> pl.DataFrame:
-    """Total length of the union of [start_us, end_us) intervals per `by` (overlaps counted once)."""
+def union_length(df: pl.DataFrame, by: str | list[str] = "rank") -> pl.DataFrame:
+    """Total length of the union of [start_us, end_us) intervals per `by` (overlaps counted once).
+
+    Sorted by start, each interval adds what it reaches past the furthest end before it in its group.
+    """
+    keys = [by] if isinstance(by, str) else by
     if df.is_empty():
-        return pl.DataFrame(schema={by: pl.Int64, "len_us": pl.Float64})
-    d = df.sort(by, "start_us")
-    prev_end = pl.col("end_us").cum_max().shift(1).over(by)
-    block = (pl.col("start_us") > prev_end).fill_null(True).cast(pl.Int64).cum_sum().over(by)
-    return (d.with_columns(block.alias("_blk"))
-            .group_by(by, "_blk").agg((pl.col("end_us").max() - pl.col("start_us").min()).alias("len_us"))
-            .group_by(by).agg(pl.col("len_us").sum()))
+        return pl.DataFrame(schema={**{k: df.schema.get(k, pl.Int64) for k in keys}, "len_us": pl.Float64})
+    reach = pl.col("end_us").cum_max().shift(1).over(keys)
+    added = (pl.col("end_us") - pl.max_horizontal("start_us", reach)).clip(lower_bound=0.0)
+    return df.sort([*keys, "start_us"]).group_by(keys).agg(added.sum().alias("len_us"))
 
 
 def exposed_comm(kernels: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
@@ -55,14 +56,19 @@ def exposed_comm(kernels: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     src = steps if not steps.is_empty() else kernels
     win = src.group_by("rank").agg(pl.col("start_us").min().alias("_w0"), pl.col("end_us").max().alias("_w1"))
     k = (kernels.join(win, on="rank", how="inner")
-         .with_columns(pl.max_horizontal("start_us", "_w0").alias("start_us"),
-                       pl.min_horizontal("end_us", "_w1").alias("end_us"))
+         .select("rank", pl.max_horizontal("start_us", "_w0").alias("start_us"),
+                 pl.min_horizontal("end_us", "_w1").alias("end_us"), "is_comm")
          .filter(pl.col("end_us") > pl.col("start_us")))
-    comm = union_length(k.filter(pl.col("is_comm"))).rename({"len_us": "comm_us"})
-    comp = union_length(k.filter(~pl.col("is_comm"))).rename({"len_us": "compute_us"})
-    both = union_length(k).rename({"len_us": "all_us"})
-    per = (win.join(comm, on="rank", how="inner").join(comp, on="rank", how="left").join(both, on="rank", how="left")
-           .with_columns(pl.col("compute_us").fill_null(0.0)))
+    # One sort for the three unions: comm (1), compute (0) and every kernel (2) as classes of one frame.
+    cls = pl.concat([k.with_columns(pl.col("is_comm").cast(pl.Int8).alias("_cls")),
+                     k.with_columns(pl.lit(2, dtype=pl.Int8).alias("_cls"))])
+    u = union_length(cls, ["rank", "_cls"])
+
+    def part(c: int, name: str) -> pl.DataFrame:
+        return u.filter(pl.col("_cls") == c).select("rank", pl.col("len_us").alias(name))
+
+    per = (win.join(part(1, "comm_us"), on="rank", how="inner").join(part(0, "compute_us"), on="rank", how="left")
+           .join(part(2, "all_us"), on="rank", how="left").with_columns(pl.col("compute_us").fill_null(0.0)))
     overlap = pl.col("comm_us") + pl.col("compute_us") - pl.col("all_us")
     return per.select(
         "rank", (pl.col("_w1") - pl.col("_w0")).alias("step_us"), "comm_us", "compute_us",

@@ -17,7 +17,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace_decode import DecodedTrace, decode
+from ncclscope.parse.trace_decode import DecodedTrace, Scratch, decode
 from ncclscope.parse.trace_link import COMM_FIELDS, collectives_of, gloo_of
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
@@ -66,8 +66,9 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
     ranks: list[pl.DataFrame] = []
     pgs: list[pl.DataFrame] = []
     seen: dict[int, str] = {}
+    scratch = Scratch()  # one read buffer for every file, given back before the frames are built
     for path in files:
-        d = decode(path)
+        d = decode(path, scratch)
         rank, how = _rank_of(d, rank_map or {})
         if rank in seen:
             raise TraceError(f"rank {rank} appears in two traces ({seen[rank]}, {path}): pass the traces of "
@@ -78,6 +79,7 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
         pgs.append(_pg_rows(d, rank))
         if progress:
             progress(f"trace {path}: rank {rank}, {d.n_events} events")
+    del scratch
     return _build(acc, ranks, pgs)
 
 
