@@ -37,6 +37,11 @@ def live_warnings(ctx: Context) -> pl.DataFrame:
     return ctx.logs.warnings.filter(~pl.col("benign").fill_null(False))
 
 
+def warnings_matching(ctx: Context, pattern: str) -> pl.DataFrame:
+    """Warning rows (benign or not) whose message matches `pattern`, a regex."""
+    return ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(pattern))
+
+
 def with_rank(df: pl.DataFrame, ranks: pl.DataFrame) -> pl.DataFrame:
     """Add `grank`: the global rank of the process (or of its GPU, for multi-GPU processes) that
     printed each row; null when unknown. Launcher rank tags fill in for lines without a prefix."""

@@ -12,7 +12,17 @@ import polars as pl
 
 from ncclscope.align.rankmap import transport
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import CITE, PROC, cite, first_per, job_shape, make, norm_host, with_rank
+from ncclscope.findings.rules_common import (
+    CITE,
+    PROC,
+    cite,
+    first_per,
+    job_shape,
+    make,
+    norm_host,
+    warnings_matching,
+    with_rank,
+)
 from ncclscope.records import Finding, Severity
 
 # NCCL_* settings that every rank must agree on: a difference makes ranks pick different algorithms,
@@ -57,7 +67,7 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs missing) when the log says."""
     out: list[Finding] = []
     # libfabric prints its own `<warn> fi_getinfo: …` lines (no NCCL prefix): they stay unknown lines.
-    plugin = cite(ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(PLUGIN_FAIL)),
+    plugin = cite(warnings_matching(ctx, PLUGIN_FAIL),
                   ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(PLUGIN_FAIL)),
                   ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(PLUGIN_FAIL)))
     plugin = plugin.unique(["path", "line"], keep="first", maintain_order=True)
@@ -209,7 +219,7 @@ def p2p_degraded(ctx: Context) -> Iterable[Finding]:
     or NET channels between two ranks on the same host. Info: intra-node channels over SHM (expected on
     PCIe boxes without P2P support, a bandwidth loss on NVLink boxes)."""
     out: list[Finding] = []
-    nvlink = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(r"(?i)P2P is disabled between NVLINK"))
+    nvlink = warnings_matching(ctx, r"(?i)P2P is disabled between NVLINK")
     if nvlink.height:
         out.append(make("p2p-degraded", "error", "P2P is disabled between NVLink-connected GPUs",
                         "NCCL found NVLink but P2P access fails between those GPUs, which points at a hardware or "

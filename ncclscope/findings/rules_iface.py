@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import cite, job_shape, make, norm_host
+from ncclscope.findings.rules_common import cite, job_shape, make, norm_host, warnings_matching
 from ncclscope.records import Finding, Severity
 
 IFACE_KINDS = ["bootstrap", "socket_iface"]
@@ -119,8 +119,8 @@ def iface_mismatch(ctx: Context) -> Iterable[Finding]:
         out.append(make("iface-mismatch", "info", "Hosts use the same interface name on different subnets",
                         "Different /24 subnets work only when they are routed to each other.",
                         "If bootstrap hangs or connects fail, check routing between these subnets.", first, ctx))
-    subnet_warn = ctx.logs.warnings.filter(
-        pl.col("message").fill_null("").str.contains(r"(?i)no interface found in the same subnet|no usable listening interface"))
+    subnet_warn = warnings_matching(
+        ctx, r"(?i)no interface found in the same subnet|no usable listening interface")
     if subnet_warn.height:
         out.append(make("iface-mismatch", "error", "No local interface is in the same subnet as the peer/root address",
                         "NCCL_COMM_ID or the peer's advertised address lies in a subnet this host has no interface in "
@@ -135,9 +135,9 @@ def iface_none(ctx: Context) -> Iterable[Finding]:
     """WARN 'Bootstrap : no socket interface found', 'NET/Socket : no interface found', 'no device
     found matching … NCCL_OOB_NET_IFNAME' or 'Socket creation failed : Address family not supported'
     (NCCL needs an IP interface for bootstrap even on one node). Error."""
-    rows = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(
-        r"(?i)no socket interface found|NET/Socket : no interface found|no device found (matching|after excluding)"
-        r"|Socket creation failed|No IP interface found"))
+    rows = warnings_matching(
+        ctx, r"(?i)no socket interface found|NET/Socket : no interface found|no device found (matching|after excluding)"
+        r"|Socket creation failed|No IP interface found")
     if rows.is_empty():
         return []
     return [make("iface-none", "error", "NCCL found no usable interface for its sockets",

@@ -13,7 +13,7 @@ import polars as pl
 
 from ncclscope.align.rankmap import init_rows, world_key
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import cite, first_per, make, norm_host
+from ncclscope.findings.rules_common import cite, first_per, make, norm_host, warnings_matching
 from ncclscope.records import Finding, Severity
 
 THREAD = ["path", "host", "pid", "tid"]
@@ -118,8 +118,8 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     """Error when the same global rank (≥2-rank communicators) shows up on two hosts, when ≥2 hosts each
     report `nNodes 1`, or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`
     WARN: the launcher started independent jobs (wrong num_nodes/world size, nccl-tests without MPI)."""
-    root = ctx.logs.warnings.filter(pl.col("message").fill_null("").str.contains(
-        r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch"))
+    root = warnings_matching(
+        ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
     if ctx.logs.inits.is_empty() and root.is_empty():
         return []
     inits = init_rows(ctx.logs.inits).filter(pl.col("nranks") >= 2)
