@@ -17,7 +17,8 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace_decode import DecodedTrace, Scratch, decode
+from ncclscope.parse.trace_decode import Scratch, decode
+from ncclscope.parse.trace_events import DecodedTrace
 from ncclscope.parse.trace_link import COMM_FIELDS, collectives_of, gloo_of
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)

@@ -1,5 +1,6 @@
-"""Trace decoder: the fast path (chunks cut from the file's bytes, events tagged on `ph`) gives exactly
-what the general path (raw event slices, every event decoded) gives, and falls back when it must."""
+"""Trace decoder: the fast path (the event array cut at `},{` in the file's bytes, chunks decoded in
+place with events tagged on `ph`) gives exactly what the general path (every event a raw slice,
+decoded untagged) gives, and falls back when it must."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from trace_fixtures import B200, DLRM, load
 
 from ncclscope.errors import TraceError
 from ncclscope.parse import trace_decode as D
+from ncclscope.parse import trace_events as E
 
 Cols = dict[str, dict[str, list[Any]]]
 
@@ -21,14 +22,8 @@ def _cols(d: D.DecodedTrace) -> Cols:
     return {k: getattr(d, k) for k in ("gpu", "nccl", "launches", "ops", "steps")}
 
 
-def _general(path: str) -> Cols:
-    data, size = D.Scratch().read(path)
-    top = D._DECODER.decode(memoryview(data)[:size])
-    raw = top if isinstance(top, list) else top.traceEvents
-    assert raw
-    out = D.DecodedTrace(path=path, distributed={}, devices=[], base_ns=None, host=None, n_events=len(raw))
-    D._decode_general(path, raw, out)
-    return _cols(out)
+def _general(path: str | Path) -> Cols:
+    return _cols(D._decode_general(str(path), *D.Scratch().read(str(path))))
 
 
 def _fast_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,41 +32,97 @@ def _fast_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(D, "_decode_general", no)
 
 
-@pytest.mark.parametrize("chunk", [1, 3, 7, 16384])
+@pytest.mark.parametrize("chunk", [1, 200, 5000, 1 << 20])
 @pytest.mark.parametrize("path", [B200, min(DLRM.glob("*.json.gz"))], ids=["b200", "dlrm"])
 def test_fast_path_equals_general_path(monkeypatch: pytest.MonkeyPatch, path: Path, chunk: int) -> None:
-    monkeypatch.setattr(D, "_CHUNK", chunk)
-    want = _general(str(path))
+    monkeypatch.setattr(D, "_CHUNK_BYTES", chunk)
+    want = _general(path)
     _fast_only(monkeypatch)
     got = D.decode(str(path))
     assert _cols(got) == want and got.n_events > 0
 
 
-def _events(n_dup: int) -> list[dict[str, Any]]:
+def _events(n_dup: int, note: str = '"}, {"ph": "X"}, {}]') -> list[dict[str, Any]]:
+    # `note`: a string holding what a cut or the array's end looks like
     k = {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
          "pid": 0, "tid": 7, "ts": 10.0, "dur": 5.0, "args": {"External id": 3, "correlation": 9, "Seq": 1}}
     flow = {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 10.0, "cat": "ac2g", "name": "ac2g", "bp": "e"}
     launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 9.0, "dur": 1.0,
               "args": {"External id": 3, "correlation": 9}}
     nested = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 2, "ts": 1.0, "dur": 1.0,
-              "args": {"copy": [flow, k], "Input Dims": [[1, 2]]}}
+              "args": {"copy": [flow, k], "note": note, "Input Dims": [[1, 2]]}}
     return [nested, *([k] * n_dup), flow, flow, launch, nested, k]
 
 
 @pytest.mark.parametrize("indent, seps", [(None, (",", ":")), (None, (", ", ": ")), (2, (",", ": "))],
                          ids=["compact", "spaced", "indented"])
-@pytest.mark.parametrize("chunk", [1, 2, 3, 4])
+@pytest.mark.parametrize("chunk", [1, 40, 150, 400])
 def test_identical_and_nested_events_at_chunk_cuts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int,
                                                     indent: int | None, seps: tuple[str, str]) -> None:
-    # Byte-identical neighbours and an event's bytes nested in another's args may be where a chunk
-    # is cut: the result must not change (a wrong cut falls back, a cut at an identical twin is fine).
+    # `},{` and `}]` inside an event's args (nested objects, a string) may be where a chunk is cut or
+    # the array looks closed: the result must not change (a wrong cut cannot decode, so it falls back).
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps({"traceEvents": _events(5), "distributedInfo": {"rank": 0}}, indent=indent,
                             separators=seps))
-    monkeypatch.setattr(D, "_CHUNK", chunk)
+    monkeypatch.setattr(D, "_CHUNK_BYTES", chunk)
     got = D.decode(str(p))
-    assert _cols(got) == _general(str(p))
+    assert _cols(got) == _general(p)
     assert len(got.gpu["ts"]) == 6 and len(got.launches["ts"]) == 1 and got.n_events == 11
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    general = D._decode_general
+
+    def spy(path: str, data: bytes | bytearray, size: int) -> D.DecodedTrace:
+        calls.append(path)
+        return general(path, data, size)
+    monkeypatch.setattr(D, "_decode_general", spy)
+    return calls
+
+
+@pytest.mark.parametrize("doc, fast", [
+    ({"traceEvents": _events(2, note=''), "INFO": ["log] line }]", "x"], "traceName": "t"}, True),  # Kineto's trailing logs
+    ({"traceEvents": _events(2, note=''), "extra": [{"a": 1}, {"b": [{"c": 2}]}]}, None),  # fast unless cut there
+    ({"distributedInfo": {"traceEvents": [_events(1, note='')[1]]}, "traceEvents": _events(3, note='')}, False),  # nested key first
+    ({"traceEvents": [_events(1, note='')[1]], "traceEvents ": 1}, True),
+    ({"traceEvents": [], "baseTimeNanoseconds": 5}, False),
+], ids=["trailing-logs", "trailing-objects", "nested-key-first", "lookalike-key", "empty"])
+@pytest.mark.parametrize("chunk", [1, 1 << 20])
+def test_odd_documents_decode_as_the_general_path_does(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                       doc: dict[str, Any], fast: bool | None, chunk: int) -> None:
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps(doc, indent=1))
+    monkeypatch.setattr(D, "_CHUNK_BYTES", chunk)
+    try:
+        want: Any = _general(p)
+    except TraceError as e:
+        want = str(e)
+    calls = _spy(monkeypatch)
+    try:
+        got: Any = _cols(D.decode(str(p)))
+    except TraceError as e:
+        got = str(e)
+    assert got == want
+    assert fast is None or bool(calls) != fast
+
+
+def test_duplicate_events_key_takes_the_last_like_msgspec(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.json"
+    one, two = json.dumps(_events(1)), json.dumps(_events(3))
+    p.write_text(f'{{"traceEvents": {one}, "traceEvents": {two}}}')
+    assert _cols(D.decode(str(p))) == _general(p)
+    assert D.decode(str(p)).n_events == 9
+
+
+def test_fast_path_leaves_the_buffer_as_read(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps({"traceEvents": _events(40, note="")}, separators=(",", ":")))
+    scratch = D.Scratch()
+    data, size = scratch.read(str(p))
+    before = bytes(data[:size])
+    assert D._decode_fast(str(p), data, size) is not None
+    assert bytes(data[:size]) == before
 
 
 @pytest.mark.parametrize("odd", [
@@ -86,13 +137,7 @@ def test_odd_events_fall_back_to_the_general_path(monkeypatch: pytest.MonkeyPatc
     t["traceEvents"].insert(len(t["traceEvents"]) // 2, odd)
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps(t))
-    calls: list[str] = []
-    general = D._decode_general
-
-    def spy(path: str, raw: list[msgspec.Raw], out: D.DecodedTrace) -> None:
-        calls.append(path)
-        general(path, raw, out)
-    monkeypatch.setattr(D, "_decode_general", spy)
+    calls = _spy(monkeypatch)
     if odd["ph"] == "Q":
         assert _cols(D.decode(str(p))) == _cols(D.decode(str(plain))) and calls
     else:  # the general path reads `tid` of every complete event too: the file is refused, as before
@@ -113,4 +158,4 @@ def test_one_scratch_buffer_for_files_of_any_size(tmp_path: Path) -> None:
 
 
 def test_comm_fields_slice_of_args() -> None:
-    assert D._Args.__struct_fields__[D._COMM_AT] == D._COMM_FIELDS
+    assert E._Args.__struct_fields__[E._COMM_AT] == E._COMM_FIELDS
