@@ -7,10 +7,10 @@ kernel launches, communication ops), in one msgspec call per kind and chunk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, contains, is_not
 from typing import Any, Protocol
 
 import msgspec
@@ -66,8 +66,9 @@ def _args_of(events: list[Any]) -> list[_Args]:
     """`_args` of each event, decoded in one call (one by one when some event's args are odd)."""
     if not events:
         return []
+    raws = list(map(_ARGS_RAW, events))
     try:
-        return _MANY_ARGS.decode(b"".join((b"[", b",".join([e.args or b"{}" for e in events]), b"]")))
+        return _MANY_ARGS.decode(b"".join((b"[", b",".join(raws if all(raws) else [r or b"{}" for r in raws]), b"]")))
     except msgspec.DecodeError:
         return [_args(e) for e in events]
 
@@ -99,37 +100,34 @@ def _new(*names: str) -> dict[str, list[Any]]:
 
 
 def collect(events: list[Any], out: DecodedTrace) -> None:
-    """Append the complete events that a later stage reads to `out`'s columns (created on first use)."""
+    """Append the complete events that a later stage reads to `out`'s columns (created on first use).
+
+    Every per-event step is a C-level `map`/`compress` (categories, name prefixes); Python-level code
+    only runs per relevant event (NCCL kernels, communication ops) and per kind.
+    """
     if not out.gpu:
         out.gpu = _new("stream", "ts", "dur", "is_comm")
         out.nccl = _new("stream", "ts", "dur", "name", "external_id", "correlation", *_COMM_FIELDS)
         out.launches = _new("tid", "ts", "external_id", "correlation")
         out.ops = _new("tid", "ts", "dur", "name", "external_id", "input_dims", "input_type", *_COMM_FIELDS)
         out.steps = _new("ts", "dur", "name")
-    # One Python pass routes each event by `cat` (one dict look-up, one C call); the columns are then
-    # filled kind by kind, mostly by C-level `map`s.
-    cpu: list[Any] = []
-    gpu: list[Any] = []
-    runtime: list[Any] = []
-    dropped: list[Any] = []
-    route = {**dict.fromkeys(_GPU_CATS, gpu.append), **dict.fromkeys(_RUNTIME_CATS, runtime.append),
-             **dict.fromkeys(_IGNORED_CATS, dropped.append)}.get
-    other = cpu.append  # any other category is a CPU op (cpu_op, user_annotation, python_function…)
-    for e in events:
-        route(e.cat, other)(e)
-    if gpu:
+    cats = list(map(_CAT, events))
+    if gpu := list(compress(events, map(_GPU_CATS.__contains__, cats))):
         _gpu(gpu, out)
-    if runtime:
-        _launches([e for e in runtime if "aunch" in e.name], out)
-    if cpu:
-        _cpu_ops([e for e in cpu if e.name[:1] in _OP_INITIALS], out)
+    if runtime := list(compress(events, map(_RUNTIME_CATS.__contains__, cats))):
+        _launches(list(compress(runtime, map(contains, map(_NAME, runtime), repeat("aunch")))), out)
+    # Any other category is a CPU op (cpu_op, user_annotation, python_function…).
+    if cpu := list(compress(events, map(_NOT_CPU.get, cats, repeat(True)))):
+        _cpu_ops(list(compress(cpu, map(str.startswith, map(_NAME, cpu), repeat(_CPU_PREFIXES)))), out)
 
 
-_GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-_RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
-_IGNORED_CATS = ("gpu_user_annotation", SKIP)
-_OP_INITIALS = "rngcP"  # first letters of record_param_comms, nccl:, gloo:, c10d::, ProfilerStep#
+_GPU_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
+_RUNTIME_CATS = frozenset(("cuda_runtime", "cuda_driver"))
+_NOT_CPU = dict.fromkeys((*_GPU_CATS, *_RUNTIME_CATS, "gpu_user_annotation", SKIP), False)
+_CPU_PREFIXES = ("record_param_comms", *_OP_PREFIXES, "ProfilerStep#")
+_CAT, _NAME, _ARGS_RAW = attrgetter("cat"), attrgetter("name"), attrgetter("args")
 _TID, _TS, _DUR = attrgetter("tid"), attrgetter("ts"), attrgetter("dur")
+_EXT, _CORR = attrgetter("external_id"), attrgetter("correlation")
 
 
 def _gpu(gpu: list[Any], out: DecodedTrace) -> None:
@@ -138,50 +136,53 @@ def _gpu(gpu: list[Any], out: DecodedTrace) -> None:
     cols["stream"].extend(map(_TID, gpu))
     cols["ts"].extend(map(_TS, gpu))
     cols["dur"].extend(map(_DUR, gpu))
-    comm = [e.cat == "kernel" and e.name.startswith("nccl") and "Kernel_" in e.name[:16] for e in gpu]
+    comm = [False] * len(gpu)
+    for i in compress(range(len(gpu)), map(str.startswith, map(_NAME, gpu), repeat("nccl"))):
+        e = gpu[i]
+        comm[i] = e.cat == "kernel" and "Kernel_" in e.name[:16]
     cols["is_comm"].extend(comm)
     nccl = list(compress(gpu, comm))
-    appends = [c.append for c in out.nccl.values()]
-    for e, a in zip(nccl, _args_of(nccl), strict=True):
-        _put(appends, (e.tid, e.ts, e.dur, e.name, a.external_id, a.correlation, *_comm(a)))
+    args = _args_of(nccl)
+    _extend(out.nccl, (map(_TID, nccl), map(_TS, nccl), map(_DUR, nccl), map(_NAME, nccl), map(_EXT, args),
+                       map(_CORR, args), *_comm(args)))
 
 
 def _launches(launches: list[Any], out: DecodedTrace) -> None:
     """Kernel launches that carry a correlation id (the link from a kernel back to its CPU thread)."""
-    cols = out.launches
-    kept = [(e, a) for e, a in zip(launches, _args_of(launches), strict=True) if a.correlation is not None]
-    cols["tid"].extend(e.tid for e, _ in kept)
-    cols["ts"].extend(e.ts for e, _ in kept)
-    cols["external_id"].extend(a.external_id for _, a in kept)
-    cols["correlation"].extend(a.correlation for _, a in kept)
+    args = _args_of(launches)
+    corr = list(map(_CORR, args))
+    keep = list(map(is_not, corr, repeat(None)))
+    _extend(out.launches, (compress(map(_TID, launches), keep), compress(map(_TS, launches), keep),
+                           compress(map(_EXT, args), keep), compress(corr, keep)))
 
 
 def _cpu_ops(cands: list[Any], out: DecodedTrace) -> None:
     """Communication ops with their args, and ProfilerStep#N spans."""
     ops = [e for e in cands if e.name == "record_param_comms" or e.name.startswith(_OP_PREFIXES)]
-    appends = [c.append for c in out.ops.values()]
-    for e, a in zip(ops, _args_of(ops), strict=True):
-        _put(appends, (e.tid, e.ts, e.dur, e.name, a.external_id, _raw(a.input_dims), _raw(a.input_type),
-                       *_comm(a)))
-    steps = [e for e in cands if e.name.startswith("ProfilerStep#")]
-    if steps:
-        cols = out.steps
-        cols["ts"].extend(map(_TS, steps))
-        cols["dur"].extend(map(_DUR, steps))
-        cols["name"].extend(e.name for e in steps)
+    args = _args_of(ops)
+    _extend(out.ops, (map(_TID, ops), map(_TS, ops), map(_DUR, ops), map(_NAME, ops), map(_EXT, args),
+                      map(_raw, map(_DIMS, args)), map(_raw, map(_TYPES, args)), *_comm(args)))
+    if steps := [e for e in cands if e.name.startswith("ProfilerStep#")]:
+        _extend(out.steps, (map(_TS, steps), map(_DUR, steps), map(_NAME, steps)))
 
 
-def _put(appends: list[Callable[[Any], None]], values: tuple[Any, ...]) -> None:
-    for append, v in zip(appends, values, strict=True):
-        append(v)
+def _extend(cols: dict[str, list[Any]], values: tuple[Iterable[Any], ...]) -> None:
+    for col, vals in zip(cols.values(), values, strict=True):
+        col.extend(vals)
 
 
-# `_Args`' communication fields, in `_COMM_FIELDS` order, as one slice of `msgspec.structs.astuple`.
-_COMM_AT = slice(_Args.__struct_fields__.index("coll"), _Args.__struct_fields__.index("coll") + len(_COMM_FIELDS))
+_DIMS, _TYPES = attrgetter("input_dims"), attrgetter("input_type")
+_COMM_GET = tuple(attrgetter(f) for f in _COMM_FIELDS)
+_TEXT_TYPES = frozenset((type(None), str))
 
 
-def _comm(a: _Args) -> list[Any]:
-    return [v if v is None or type(v) is str else _scalar(v) for v in msgspec.structs.astuple(a)[_COMM_AT]]
+def _comm(args: list[_Args]) -> list[list[Any]]:
+    """The communication fields of `args`, column by column, in one text form."""
+    out = []
+    for get in _COMM_GET:
+        vals = list(map(get, args))
+        out.append(vals if _TEXT_TYPES.issuperset(map(type, vals)) else list(map(_scalar, vals)))
+    return out
 
 
 def _raw(r: msgspec.Raw | None) -> str | None:
