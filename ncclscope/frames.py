@@ -6,7 +6,9 @@ declared in `ncclscope.schema`, and every row keeps its path and line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -40,6 +42,59 @@ def _empty(schema: S.Schema) -> pl.DataFrame:
 
 
 @dataclass(frozen=True)
+class CollLines:
+    """NCCL COLL lines as stored: `rows` (schema.COLL_ROWS: path, line, op_count, shape, text) point
+    at `shapes` (schema.COLL_SHAPES: every other column of the COLLECTIVES frame, once per shape).
+
+    A shape is a line's text without its opCount, so a big log's millions of COLL lines share a few
+    hundred shapes; aggregations run on the integer `shape` and join the few shapes they need, and
+    the full frame is built only when asked for (`frame()`, `LogFrames.collectives`).
+    """
+
+    rows: pl.DataFrame = field(default_factory=lambda: _empty(S.COLL_ROWS))
+    shapes: pl.DataFrame = field(default_factory=lambda: _empty(S.COLL_SHAPES))
+
+    @property
+    def height(self) -> int:
+        return self.rows.height
+
+    def frame(self) -> pl.DataFrame:
+        """The COLLECTIVES frame: one row per COLL line, in `rows` order."""
+        if self.rows.is_empty():
+            return _empty(S.COLLECTIVES)
+        df = self.rows.join(self.shapes, on="shape", how="left", maintain_order="left")
+        return df.select(list(S.COLLECTIVES))
+
+    @staticmethod
+    def of(df: pl.DataFrame, first_shape: int = 0) -> CollLines:
+        """From a COLLECTIVES frame, each row its own shape (numbered from `first_shape`)."""
+        df = S.conform(df, S.COLLECTIVES).with_columns(
+            pl.int_range(first_shape, first_shape + pl.len(), dtype=pl.Int64).alias("shape"))
+        return CollLines(rows=df.select(list(S.COLL_ROWS)), shapes=df.select(list(S.COLL_SHAPES)))
+
+    @staticmethod
+    def concat(parts: Sequence[CollLines]) -> CollLines:
+        """Parts with disjoint shape numbers, rows kept in (path, line) order."""
+        live = [p for p in parts if p.rows.height]
+        if not live:
+            return CollLines()
+        rows = pl.concat([p.rows for p in live])
+        return CollLines(rows=rows if in_order(rows) else rows.sort("path", "line", maintain_order=True),
+                         shapes=pl.concat([p.shapes for p in live]))
+
+
+def in_order(df: pl.DataFrame) -> bool:
+    """Already sorted by (path, line)? (Sorting millions of COLL rows is not free, and they usually are.)"""
+    p, ln = pl.col("path"), pl.col("line")
+    ok = df.select(((p > p.shift(1)) | ((p == p.shift(1)) & (ln >= ln.shift(1)))).fill_null(True).all()).item()
+    return bool(ok)
+
+
+_TABLES = ("inits", "versions", "env", "network", "rings", "connections", "channels", "warnings", "trail",
+           "collectives", "torch", "unknown", "streams")
+
+
+@dataclass(frozen=True)
 class LogFrames:
     """All log-derived tables of one analysis; each defaults to an empty, typed frame."""
 
@@ -52,7 +107,7 @@ class LogFrames:
     channels: pl.DataFrame = field(default_factory=lambda: _empty(S.CHANNELS))
     warnings: pl.DataFrame = field(default_factory=lambda: _empty(S.WARNINGS))
     trail: pl.DataFrame = field(default_factory=lambda: _empty(S.TRAIL))
-    collectives: pl.DataFrame = field(default_factory=lambda: _empty(S.COLLECTIVES))
+    coll: CollLines = field(default_factory=CollLines)  # the COLL lines; `collectives` is the full frame
     torch: pl.DataFrame = field(default_factory=lambda: _empty(S.TORCH))
     unknown: pl.DataFrame = field(default_factory=lambda: _empty(S.UNKNOWN))
     streams: pl.DataFrame = field(default_factory=lambda: _empty(S.STREAMS))
@@ -60,5 +115,9 @@ class LogFrames:
     coverage: Coverage = Coverage()
     notes: tuple[str, ...] = ()  # counted warnings about the input (skipped binary runs, truncated gzip, …)
 
+    @functools.cached_property
+    def collectives(self) -> pl.DataFrame:  # schema.COLLECTIVES, built from `coll` on first use
+        return self.coll.frame()
+
     def table_names(self) -> list[str]:
-        return [f.name for f in fields(self) if f.name not in ("inputs", "coverage", "notes")]
+        return list(_TABLES)

@@ -150,6 +150,18 @@ COLLECTIVES = _with_origin({
     "recvbuff": pl.Utf8,
 })
 
+# The COLLECTIVES frame as stored: a big log holds millions of COLL lines that differ only in their
+# opCount (and path/line/text); every other column depends only on the line's *shape* (its text
+# without the opCount), so rows point at one of few shapes (`frames.CollLines` joins them on demand).
+COLL_ROWS: Schema = {
+    "path": pl.Utf8,
+    "line": pl.Int64,
+    "op_count": pl.Int64,
+    "shape": pl.Int64,  # key into COLL_SHAPES
+    "text": pl.Utf8,
+}
+COLL_SHAPES: Schema = {"shape": pl.Int64, **{k: v for k, v in COLLECTIVES.items() if k not in COLL_ROWS}}
+
 TORCH = _with_origin({
     # watchdog_timeout | pg_status | dump_signal | dump_observed | heartbeat_stuck | created_comm
     # | backend_error | last_error | desync | taking_down | terminate | init_options | other

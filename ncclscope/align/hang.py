@@ -11,10 +11,11 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.align.hang_coll import COLL_PROGRESS as COLL_PROGRESS
-from ncclscope.align.hang_coll import coll_mismatches as coll_mismatches
-from ncclscope.align.hang_coll import coll_progress as coll_progress
+from ncclscope.align.hang_coll import COLL_PROGRESS, coll_mismatches, coll_progress
 from ncclscope.frames import LogFrames
+
+__all__ = ["COLL_PROGRESS", "PROGRESS", "RANK_FACTS", "coll_mismatches", "coll_progress", "flight_ops", "flight_progress",
+           "rank_facts", "torch_progress", "torch_rows", "untracked_groups"]
 
 PROGRESS: S.Schema = {
     "source": pl.Utf8,  # torch | flight

@@ -4,9 +4,10 @@ The COLL frame is big (one row per collective per rank: millions on large jobs) 
 lines that map a COLL row to its communicator are few. A row's communicator and rank depend only
 on (host, pid, comm_ptr, rank_hint, nranks) — the Init line of that process and pointer gives
 commId, rank and size, the row's own rank hint and size are the fallbacks — so every function
-here first aggregates the COLL frame by those keys (`_PRE`), resolves the few resulting rows
-against the Init lines, and fetches the text of the handful of evidence rows by row index. Lazy
-and vectorised throughout.
+here works on the compact COLL lines (`frames.CollLines`): every one of those keys is a property of
+a line's shape, so the big frame is aggregated by its integer `shape`, the few shapes are resolved
+against the Init lines (`_PRE`), and the handful of evidence rows are fetched by row index. Lazy and
+vectorised throughout.
 """
 
 from __future__ import annotations
@@ -72,19 +73,31 @@ def _comm_key() -> pl.Expr:
 
 
 def _rows(logs: LogFrames, idx: pl.Series, cols: list[str]) -> pl.DataFrame:
-    """Columns `cols` of the COLL rows at row indices `idx` (a gather: no pass over the big frame)."""
-    return logs.collectives.select(cols).gather(idx)
+    """Columns `cols` of the COLL lines at row indices `idx` (a gather and a join with the few shapes
+    involved: no pass over the big frame)."""
+    rows = logs.coll.rows.gather(idx)
+    shape_cols = [c for c in cols if c not in rows.columns]
+    if shape_cols:
+        rows = rows.join(logs.coll.shapes.select("shape", *shape_cols), on="shape", how="left", maintain_order="left")
+    return rows.select(cols)
+
+
+def _per_shape(logs: LogFrames, *cols: str) -> pl.LazyFrame:
+    """Shape number with columns `cols` of each shape (a few rows per process and communicator)."""
+    return logs.coll.shapes.lazy().select("shape", *cols)
 
 
 def coll_progress(logs: LogFrames) -> pl.DataFrame:
     """Per (communicator, rank): last opCount seen in COLL lines and the op it launched (the first
     line carrying that opCount), with the number of COLL lines."""
-    if logs.collectives.is_empty():
+    if logs.coll.rows.is_empty():
         return S.empty(COLL_PROGRESS)
     first_max = pl.col("_i").filter(pl.col("_m") == pl.col("_m").max()).min()
-    pre = (logs.collectives.lazy().select(*_PRE, pl.col("op_count").alias("_m")).with_row_index("_i")
-           .filter(pl.col("_m").is_not_null())
-           .group_by(_PRE).agg(pl.col("_m").max(), first_max, pl.len().cast(pl.Int64).alias("n_coll")))
+    per_shape = (logs.coll.rows.lazy().select("shape", pl.col("op_count").alias("_m")).with_row_index("_i")
+                 .filter(pl.col("_m").is_not_null())
+                 .group_by("shape").agg(pl.col("_m").max(), first_max, pl.len().cast(pl.Int64).alias("n_coll")))
+    pre = (per_shape.join(_per_shape(logs, *_PRE), on="shape")
+           .group_by(_PRE).agg(pl.col("_m").max(), first_max, pl.col("n_coll").sum()))
     out = (_resolve(pre, logs).group_by(*_COMM, "crank")
            .agg(pl.col("_m").max().alias("last_op_count"), first_max, pl.col("n_coll").sum())
            .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
@@ -97,20 +110,20 @@ def coll_progress(logs: LogFrames) -> pl.DataFrame:
 def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
     """(comm, op_count) where ranks launched different collectives (op, count or datatype differ).
     Send/Recv lines and lines without an opCount take no part."""
-    if logs.collectives.is_empty():
+    if logs.coll.rows.is_empty():
         return S.empty(MISMATCHES)
     sig_cols = ["op", "count", "datatype"]
-    # Integer keys only on the big frame: the op name as its categorical code, the communicator as
-    # (number of its commId among the Init lines, 0 for none; size).
-    rows = (logs.collectives.lazy().with_row_index("_i")
-            .filter(~pl.col("op").is_in(["Send", "Recv"]) & pl.col("op_count").is_not_null())
-            .select("_i", *_PRE, "op_count", pl.col("op").cast(pl.Categorical).to_physical().alias("_op"),
-                    "count", "datatype"))
-    rows = _resolve(rows, logs, numbered=True)
+    # Per shape (few rows): its communicator as (number of its commId among the Init lines, 0 for
+    # none; size), its rank and its signature as one integer; the big frame only joins integers.
+    shapes = (_per_shape(logs, *_PRE, *sig_cols).filter(~pl.col("op").is_in(["Send", "Recv"]))
+              .with_columns(pl.struct(sig_cols).rank("dense").alias("_sig")))
+    shapes = _resolve(shapes, logs, numbered=True).select("shape", "_cid", "cnranks", "crank", "comm_id", "_sig")
     keys = ["_cid", "cnranks", "op_count"]
-    bad = (rows.group_by(keys).agg([pl.col(c).n_unique().alias(f"_n{c}") for c in ["_op", "count", "datatype"]])
-           .filter(pl.any_horizontal(pl.col("^_n.*$") > 1)).select(keys).collect())
-    if bad.is_empty():  # the usual case: one pass over the COLL frame
+    rows = (logs.coll.rows.lazy().with_row_index("_i").filter(pl.col("op_count").is_not_null())
+            .select("_i", "shape", "op_count").join(shapes, on="shape"))
+    bad = (rows.group_by(keys).agg((pl.col("_sig").min() != pl.col("_sig").max()).alias("_bad"))
+           .filter(pl.col("_bad")).select(keys).collect())
+    if bad.is_empty():  # the usual case: one pass over the COLL rows
         return S.empty(MISMATCHES)
     hit = rows.join(bad.lazy(), on=keys, how="semi").select(*keys, "comm_id", "crank", "_i").collect()
     sig = pl.format("{} count {} datatype {}", *sig_cols).alias("sig")

@@ -36,7 +36,7 @@ def family_patterns() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
         if fam not in FAMILIES:
             raise KeyError(f"grammar family {fam!r} has no entry in parse/families.py")
         pat = rf"^(?:{G.rule_regex(fam)})$"
-        out.append((fam, pat, tuple(re.compile(pat).groupindex)))
+        out.append((fam, pat, rx.group_names(pat)))
     return tuple(out)
 
 

@@ -14,10 +14,10 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import InputError
-from ncclscope.frames import Coverage, InputInfo, LogFrames
+from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames, in_order
 from ncclscope.parse import peel
 from ncclscope.parse.fastpath import match_families
-from ncclscope.parse.lane import MAX_TEXT, split_lane
+from ncclscope.parse.lane import MAX_TEXT, Lane
 from ncclscope.parse.reader import ReadStats, read_chunks
 from ncclscope.parse.torch_rows import torch_rows
 
@@ -40,6 +40,9 @@ class _Acc:
         self.tables: dict[str, list[pl.DataFrame]] = {}
         self.cov = [0, 0, 0, 0]
         self.streams: list[pl.DataFrame] = []
+        self.lane = Lane(prepare)
+        self.coll: list[CollLines] = []
+        self.pending: list[pl.DataFrame] = []  # raw lines for the general path, taken in batches
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
@@ -50,15 +53,7 @@ class _Acc:
         if not parts:
             return S.empty(schema)
         df = pl.concat(parts, how="vertical_relaxed")
-        return df if _in_order(df) else df.sort(["path", "line"], maintain_order=True)
-
-
-def _in_order(df: pl.DataFrame) -> bool:
-    """Already sorted by (path, line)? (The COLL frame usually is, and sorting millions of rows is not free.)"""
-    p, ln = pl.col("path"), pl.col("line")
-    same = p == p.shift(1)
-    ok = df.select(((p >= p.shift(1)) & (~same | (ln >= ln.shift(1)))).fill_null(True).all()).item()
-    return bool(ok)
+        return df if in_order(df) else df.sort(["path", "line"], maintain_order=True)
 
 
 def _streams(df: pl.DataFrame) -> pl.DataFrame:
@@ -84,20 +79,46 @@ def _merge_streams(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return S.conform(out.sort(["path", "first_line"]), S.STREAMS)
 
 
+def _coll_streams(part: CollLines, shapes: pl.DataFrame) -> pl.DataFrame:
+    """`_streams` of COLL lines, aggregated per (path, shape) first: host, pid, rank hint and timestamp
+    are properties of the shape (the wrappers and prefix are part of it)."""
+    per = part.rows.group_by("path", "shape").agg(
+        pl.col("line").min().alias("first_line"), pl.col("line").max().alias("last_line"),
+        pl.len().cast(pl.Int64).alias("n_lines"), pl.col("text").get(pl.col("line").arg_max()).alias("last_text"))
+    df = per.join(shapes.select("shape", "host", "pid", "rank_hint", pl.col("ts_us").alias("last_ts_us")), on="shape")
+    live = df.filter(pl.col("pid").is_not_null() | pl.col("rank_hint").is_not_null())
+    return live.select("path", "host", "pid", pl.when(pl.col("pid").is_null()).then(pl.col("rank_hint")).alias("_rk"),
+                       "rank_hint", "first_line", "last_line", "n_lines", "last_ts_us", "last_text")
+
+
 def process_chunk(raw: pl.DataFrame, acc: _Acc) -> None:
-    coll, raw = split_lane(raw, prepare)
+    """The lane takes COLL lines now; the rest waits for the general path until `PENDING_LINES` gather."""
+    coll, raw = acc.lane.split(raw)
     if coll.height:
-        acc.add("collectives", coll)
-        acc.streams.append(_streams(coll))
+        acc.coll.append(coll)
+        acc.streams.append(_coll_streams(coll, acc.lane.shapes))
         acc.cov = [acc.cov[0] + coll.height, acc.cov[1] + coll.height, acc.cov[2] + coll.height, acc.cov[3]]
-    if raw.height == 0:
+    if raw.height:
+        acc.pending.append(raw)
+    if sum(p.height for p in acc.pending) >= PENDING_LINES:
+        flush(acc)
+
+
+def flush(acc: _Acc) -> None:
+    """Run the general path on the pending lines (one pass: its cost is mostly per call, not per line)."""
+    if not acc.pending:
         return
+    raw = pl.concat(acc.pending, how="vertical_relaxed")
+    acc.pending = []
     df = prepare(raw)
     acc.streams.append(_streams(df))
     live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
     matched, rest = match_families(live)
     for name, part in matched.tables.items():
-        acc.add(name, part)
+        if name == "collectives":
+            acc.coll.append(acc.lane.own(part))
+        else:
+            acc.add(name, part)
     nccl_unknown = rest.filter(pl.col("prefixed"))
     other = rest.filter(~pl.col("prefixed"))
     torch, other = torch_rows(other)
@@ -118,6 +139,7 @@ def _fmt(n: int) -> str:
 
 
 BATCH_LINES = 1_000_000  # small inputs are processed together, big ones chunk by chunk (COLL rows cost little)
+PENDING_LINES = 250_000  # lines the lane left for the general path, gathered across batches before one pass
 
 
 def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = None) -> LogFrames:
@@ -142,16 +164,17 @@ def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = 
             progress(f"read {i}/{len(paths)} files, {_fmt(total)} lines")
     if batch:
         process_chunk(pl.concat(batch), acc)
+    flush(acc)
     if paths and readable == 0:
         what = "empty" if total == 0 else "binary data, not text"
         raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])})")
     tables = {name: acc.table(name, schema) for name, schema in _SCHEMAS.items()}
-    return LogFrames(**tables, streams=_merge_streams(acc.streams), inputs=tuple(inputs),
+    return LogFrames(**tables, coll=CollLines.concat(acc.coll), streams=_merge_streams(acc.streams), inputs=tuple(inputs),
                      coverage=Coverage(*acc.cov), notes=tuple(notes))
 
 
 _SCHEMAS: dict[str, S.Schema] = {
     "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
     "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
-    "collectives": S.COLLECTIVES, "torch": S.TORCH, "unknown": S.UNKNOWN,
+    "torch": S.TORCH, "unknown": S.UNKNOWN,
 }

@@ -8,7 +8,6 @@ the lines read before the damage. Each problem becomes one counted note.
 
 from __future__ import annotations
 
-import io
 import sys
 import zlib
 from collections.abc import Iterator
@@ -132,7 +131,7 @@ def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
     try:  # Polars' CSV reader splits lines in parallel, with \x01 as a "separator" no log line holds
         if b"\x01" in block:
             raise ValueError("control character in the text")
-        raw = pl.read_csv(io.BytesIO(block), has_header=False, separator="\x01", quote_char=None,
+        raw = pl.read_csv(block, has_header=False, separator="\x01", quote_char=None,
                           new_columns=["raw"], schema={"raw": pl.Utf8}, encoding="utf8-lossy",
                           truncate_ragged_lines=True, comment_prefix=None)["raw"].fill_null("")
     except (pl.exceptions.PolarsError, ValueError):

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.frames import LogFrames
+from ncclscope.frames import CollLines, LogFrames
 
 _SCHEMAS = {
     "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
@@ -41,7 +41,9 @@ def table(name: str, rows: Iterable[dict[str, Any]], path: str = "job.log") -> p
 
 def logs(**tables: Iterable[dict[str, Any]]) -> LogFrames:
     """LogFrames from `name=[rows…]` keyword arguments (other tables stay empty)."""
-    return LogFrames(**{name: table(name, rows) for name, rows in tables.items()})
+    frames = {name: table(name, rows) for name, rows in tables.items()}
+    coll = frames.pop("collectives", None)
+    return LogFrames(**frames, coll=CollLines.of(coll) if coll is not None else CollLines())
 
 
 def proc(host: str, pid: int, dev: int | None = None, **extra: Any) -> dict[str, Any]:

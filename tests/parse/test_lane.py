@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from ncclscope.parse import fastpath, lane, read_logs
+from ncclscope.parse import fastpath, lane, logs, read_logs
 from ncclscope.parse.logs import prepare
 from ncclscope.parse.reader import ReadStats, read_chunks
 
@@ -58,7 +58,8 @@ def test_lane_takes_plain_shapes_and_leaves_odd_lines(tmp_path: Path, monkeypatc
     paths = _write(tmp_path)
     monkeypatch.setattr(fastpath, "SMALL", 0)
     raw = pl.concat([c for p in paths for c in read_chunks(p, ReadStats())])
-    coll, rest = lane.split_lane(raw, prepare)
+    part, rest = lane.Lane(prepare).split(raw)
+    coll = part.frame()
     assert coll.height + rest.height == raw.height
     taken = set(coll["text"].to_list())
     for line, expected in ODD:
@@ -66,3 +67,29 @@ def test_lane_takes_plain_shapes_and_leaves_odd_lines(tmp_path: Path, monkeypatc
     assert rest.select("path", "line").equals(raw.join(rest, on=["path", "line"], how="semi").select("path", "line"))
     ranked = coll.filter(pl.col("text").str.starts_with("[rank3]:"))
     assert ranked.select("rank_hint", "op_count", "count").rows() == [(3, 0x1a, 8)]
+
+
+def test_shapes_are_parsed_once_across_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small batches and a small general-path buffer: same frames as one batch, each shape learned once."""
+    paths = _write(tmp_path)
+    monkeypatch.setattr(fastpath, "SMALL", 0)
+    whole = read_logs(paths)
+    monkeypatch.setattr(logs, "BATCH_LINES", 7)
+    monkeypatch.setattr(logs, "PENDING_LINES", 5)
+    learned: list[tuple[int, int]] = []
+    calls: list[int] = []
+    real = lane.Lane._learn
+
+    def spy(self: lane.Lane, reps: pl.DataFrame) -> None:
+        calls.append(reps.height)
+        learned.extend(reps.select("_h1", "_h2").rows())
+        real(self, reps)
+
+    monkeypatch.setattr(lane.Lane, "_learn", spy)
+    small = read_logs(paths)
+    assert small.coverage == whole.coverage
+    for name in whole.table_names():
+        assert_frame_equal(getattr(small, name), getattr(whole, name))
+    assert_frame_equal(small.streams, whole.streams)
+    assert len(calls) > 1  # shapes met in several batches…
+    assert len(learned) == len(set(learned))  # …each parsed once

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from ncclscope import schema as S
-from ncclscope.frames import Coverage, InputInfo, LogFrames
+from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames
 from ncclscope.records import Evidence, Finding
 from ncclscope.session import Session
 
@@ -150,7 +150,7 @@ def log_frames() -> LogFrames:
             ],
         ),
         connections=_rows(S.CONNECTIONS, conns),
-        collectives=_rows(
+        coll=CollLines.of(_rows(
             S.COLLECTIVES,
             [
                 {
@@ -163,7 +163,7 @@ def log_frames() -> LogFrames:
                 }
                 for r in range(8)
             ],
-        ),
+        )),
         torch=_rows(
             S.TORCH,
             [

@@ -1,0 +1,50 @@
+"""Regex runner: group names read off a pattern's text match what Python's `re` compiles."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ncclscope import grammar as G
+from ncclscope.parse import peel, rx
+
+
+def _all_patterns() -> list[str]:
+    pats = [rf"^(?:{G.rule_regex(r, capture=c)})$" for r in G.rule_names() if r != "message" for c in (True, False)]
+    pats += [p for _, p in peel.prefix_patterns()] + [peel.wrapper_pattern(), peel.nested_pattern()]
+    return pats
+
+
+def test_group_names_match_re_on_every_grammar_pattern() -> None:
+    pats = _all_patterns()
+    assert len(pats) > 150
+    for p in pats:
+        assert rx.group_names(p) == tuple(re.compile(p).groupindex), p
+
+
+@pytest.mark.parametrize("pattern", [
+    r"\(?P<no>x\)", r"[(?P<no>]", r"[]](?P<a>x)", r"[^]](?P<a>x)", r"\\(?P<a>x)", r"[\]](?P<a>y)(?P<b>z)",
+    r"(?:a|(?P<x>b))(?P<y>[^>]+)",
+])
+def test_group_names_skip_escapes_and_classes(pattern: str) -> None:
+    assert rx.group_names(pattern) == tuple(re.compile(pattern).groupindex)
+
+
+_atoms = st.sampled_from([r"a", r"\(", r"\[", r"[(?P<]", r"[]x]", r"[^]]", r"\\", r"(?:b)", r"[\]]", "x+"])
+
+
+@given(st.lists(st.one_of(_atoms, st.just("NAMED")), max_size=12))
+def test_group_names_on_generated_patterns(parts: list[str]) -> None:
+    k = 0
+    out = []
+    for part in parts:
+        if part == "NAMED":
+            out.append(f"(?P<g{k}>c)")
+            k += 1
+        else:
+            out.append(part)
+    pattern = "".join(out)
+    assert rx.group_names(pattern) == tuple(re.compile(pattern).groupindex)
