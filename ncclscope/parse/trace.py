@@ -67,7 +67,7 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
     ranks: list[pl.DataFrame] = []
     pgs: list[pl.DataFrame] = []
     seen: dict[int, str] = {}
-    scratch = Scratch()  # one read buffer for every file, given back before the frames are built
+    scratch = Scratch()  # where each file's bytes are; the last one given back before the frames are built
     for path in files:
         d = decode(path, scratch)
         rank, how = _rank_of(d, rank_map or {})
@@ -80,6 +80,7 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
         pgs.append(_pg_rows(d, rank))
         if progress:
             progress(f"trace {path}: rank {rank}, {d.n_events} events")
+    scratch.close()
     del scratch
     return _build(acc, ranks, pgs)
 

@@ -155,6 +155,8 @@ def test_one_scratch_buffer_for_files_of_any_size(tmp_path: Path) -> None:
     scratch = D.Scratch()
     for p in (big, small, B200, big):
         assert _cols(D.decode(str(p), scratch)) == _cols(D.decode(str(p)))
+    scratch.close()  # the last mapping, unmapped
+    assert scratch._map is None
 
 
 def test_comm_fields_are_args_fields() -> None:

@@ -78,6 +78,9 @@ def _write(path: Path, obj: object) -> str:
     (b'{"schemaVersion": 1}', "traceEvents"),
     (b'{"traceEvents": []}', "no events"),
     (b'{"traceEvents": 5}', "not a torch.profiler Chrome trace"),
+    (b"", "not valid JSON"),
+    (b"{}", "traceEvents"),
+    (b'{"traceEvents": [{"ph": "X"}', "not valid JSON"),  # cut off: the fast path finds no end either
 ])
 def test_bad_files_are_one_line_errors(tmp_path: Path, content: bytes, words: str) -> None:
     p = tmp_path / "rank0.json"
