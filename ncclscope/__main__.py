@@ -1,5 +1,5 @@
 """`python -m ncclscope` runs the CLI."""
 
-from ncclscope.cli import main
+from ncclscope.cli import run
 
-raise SystemExit(main())
+run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -47,3 +48,18 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         raise
     return rc if isinstance(rc, int) else 0
+
+
+def run() -> None:
+    """Console entry point: `main()`, then exit without tearing the interpreter down.
+
+    Freeing every frame of a large analysis one object at a time costs ~0.2 s after the output is
+    already written; the OS reclaims the memory at once. Output streams are flushed first.
+    """
+    rc = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a closed pipe (`| head`): nothing more can be said
+        rc = rc or 1
+    os._exit(rc)

@@ -18,7 +18,7 @@ from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames, in_order
 from ncclscope.parse import peel
 from ncclscope.parse.fastpath import match_families
 from ncclscope.parse.lane import MAX_TEXT, Lane
-from ncclscope.parse.reader import ReadStats, read_chunks
+from ncclscope.parse.reader import read_many
 from ncclscope.parse.torch_rows import torch_rows
 
 
@@ -149,9 +149,8 @@ def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = 
     notes: list[str] = []
     batch: list[pl.DataFrame] = []
     total = readable = 0
-    for i, path in enumerate(paths, 1):
-        stats = ReadStats()
-        for chunk in read_chunks(path, stats):
+    for i, (path, chunks, stats) in enumerate(read_many(paths), 1):
+        for chunk in chunks:
             batch.append(chunk)
             if sum(b.height for b in batch) >= BATCH_LINES:
                 process_chunk(pl.concat(batch), acc)

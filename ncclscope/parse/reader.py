@@ -8,9 +8,11 @@ the lines read before the damage. Each problem becomes one counted note.
 
 from __future__ import annotations
 
+import os
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -21,6 +23,9 @@ from ncclscope.parse.inputs import STDIN
 
 BLOCK = 16 << 20  # bytes per read (one Polars chunk of lines)
 MAX_LINE = 64 << 10  # characters of one line that are parsed; the rest is cut
+PREFETCH_BYTES = 64 << 20  # files up to this size are read ahead, whole, on worker threads
+PREFETCH_BUDGET = 192 << 20  # bytes of files read ahead and not yet handed out, at most
+PREFETCH_WORKERS = 2
 
 
 @dataclass
@@ -186,3 +191,49 @@ def read_chunks(path: str, stats: ReadStats) -> Iterator[pl.DataFrame]:
         stats.notes.append(f"{path}: skipped {stats.binary_lines} line(s) of binary data")
     if stats.long_lines:
         stats.notes.append(f"{path}: {stats.long_lines} line(s) longer than {MAX_LINE} characters were cut")
+
+
+def _whole(path: str) -> tuple[list[pl.DataFrame], ReadStats]:
+    stats = ReadStats()
+    return list(read_chunks(path, stats)), stats
+
+
+def _size(path: str) -> int | None:
+    """Size of a regular file small enough to read ahead, else None."""
+    try:
+        size = os.stat(path).st_size if path != STDIN else None
+    except OSError:
+        return None  # read in order, where the error is reported
+    return size if size is not None and size <= PREFETCH_BYTES else None
+
+
+def read_many(paths: Sequence[str]) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
+    """(path, its chunks, its stats) for every input in order; consume the chunks before the stats.
+
+    Small files are read ahead on worker threads, up to `PREFETCH_BUDGET` bytes (file reads and
+    Polars' line split release the GIL, so reading overlaps parsing); big files, stdin and files
+    that cannot be stat'ed stream in order on the caller's thread.
+    """
+    sizes = [_size(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=PREFETCH_WORKERS, thread_name_prefix="ncclscope-read") as pool:
+        ahead: dict[int, Future[tuple[list[pl.DataFrame], ReadStats]]] = {}
+        nxt = held = 0
+        for i, path in enumerate(paths):
+            nxt = max(nxt, i)
+            while nxt < len(paths) and (nxt == i or held + (sizes[nxt] or 0) <= PREFETCH_BUDGET):
+                size = sizes[nxt]
+                if size is None:
+                    if nxt > i:
+                        break  # a big file: read it in order, then go on ahead
+                else:
+                    ahead[nxt] = pool.submit(_whole, paths[nxt])
+                    held += size
+                nxt += 1
+            fut = ahead.pop(i, None)
+            if fut is None:
+                stats = ReadStats()
+                yield path, read_chunks(path, stats), stats
+                continue
+            chunks, stats = fut.result()
+            held -= sizes[i] or 0
+            yield path, chunks, stats

@@ -1,0 +1,59 @@
+"""Reading ahead on worker threads hands out every input in order, exactly as reading one by one."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from ncclscope.errors import InputError
+from ncclscope.parse import reader
+from ncclscope.parse.reader import ReadStats, read_chunks, read_many
+
+
+def _inputs(tmp: Path) -> list[str]:
+    paths = []
+    for i in range(7):
+        p = tmp / f"r{i}.log"
+        body = "".join(f"h{i}:1:1 [0] NCCL INFO line {k}\n" for k in range(50 * (i + 1)))
+        if i == 3:
+            body += "\x00\x01\x02 binary\n"
+        if i == 5:
+            p = tmp / "r5.log.gz"
+            p.write_bytes(gzip.compress(body.encode()))
+        else:
+            p.write_text(body)
+        paths.append(str(p))
+    return paths
+
+
+@pytest.mark.parametrize(("limit", "budget"), [(64 << 20, 192 << 20), (2000, 5000), (0, 0), (10**9, 1)])
+def test_read_many_equals_reading_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           limit: int, budget: int) -> None:
+    paths = _inputs(tmp_path)
+    monkeypatch.setattr(reader, "PREFETCH_BYTES", limit)  # 2000: some files are read ahead, some streamed
+    monkeypatch.setattr(reader, "PREFETCH_BUDGET", budget)
+    got = []
+    for path, chunks, stats in read_many(paths):
+        frame = pl.concat(list(chunks))
+        got.append((path, frame, stats.lines, stats.binary_lines, stats.notes))
+    assert [g[0] for g in got] == paths
+    for path, frame, lines, binary, notes in got:
+        stats = ReadStats()
+        want = pl.concat(list(read_chunks(path, stats)))
+        assert_frame_equal(frame, want)
+        assert (lines, binary, notes) == (stats.lines, stats.binary_lines, stats.notes)
+
+
+def test_read_many_reports_an_unreadable_file_in_order(tmp_path: Path) -> None:
+    paths = _inputs(tmp_path)
+    paths.insert(2, str(tmp_path / "missing.log"))
+    seen = []
+    with pytest.raises(InputError, match="missing.log"):
+        for path, chunks, _ in read_many(paths):
+            list(chunks)
+            seen.append(path)
+    assert seen == paths[:2]
