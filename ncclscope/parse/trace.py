@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 import polars as pl
 
@@ -92,8 +93,16 @@ def _accumulate(acc: dict[str, list[pl.DataFrame]], d: DecodedTrace, rank: int) 
     # Each file's columns become compact Polars frames at once (its Python lists are dropped with `d`);
     # linking runs once over the concatenation of every rank, not per file.
     off = _offset_us(d)
+    d.launches = _nccl_launches(d)
     for kind in _KINDS:
         acc[kind].append(_frame(getattr(d, kind), rank=rank, off=off, path=d.path, host=d.host))
+
+
+def _nccl_launches(d: DecodedTrace) -> dict[str, list[object]]:
+    """The launches of this rank's NCCL kernels (~1 in 10), the only ones linking joins: same float key."""
+    want = {float(c) for c in d.nccl.get("correlation", ()) if c is not None}
+    keep = list(map(want.__contains__, map(float, d.launches.get("correlation", ()))))
+    return {k: list(compress(v, keep)) for k, v in d.launches.items()}
 
 
 def _rank_of(d: DecodedTrace, rank_map: dict[str, int]) -> tuple[int, str]:

@@ -33,6 +33,24 @@ def test_union_length_counts_overlaps_once() -> None:
     assert got == {0: 17.0, 1: 1.0}
 
 
+def _union_by_hand(iv: list[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
+    for s, e in sorted(iv):
+        total += max(0.0, e - max(s, reach))
+        reach = max(reach, e)
+    return total
+
+
+def test_union_length_unsorted_nested_and_tied_intervals() -> None:
+    # Rows out of order, nested intervals, equal starts, groups interleaved: per group as by hand.
+    rows = [(1, 7.0, 9.0), (0, 5.0, 6.0), (0, 0.0, 10.0), (1, 0.0, 2.0), (0, 5.0, 15.0), (1, 1.0, 1.5),
+            (0, 20.0, 21.0), (1, 7.0, 8.0), (0, 0.0, 3.0)]
+    df = pl.DataFrame(rows, schema=["rank", "start_us", "end_us"], orient="row")
+    got = dict(union_length(df).iter_rows())
+    want = {r: _union_by_hand([(s, e) for q, s, e in rows if q == r]) for r in (0, 1)}
+    assert got == want == {0: 16.0, 1: 4.0}
+
+
 def test_comm_overhead_on_dlrm(dlrm: tuple[TraceFrames, AlignedCollectives]) -> None:
     (f,) = comm_overhead(_ctx(*dlrm))
     assert f.id == "comm-overhead" and 0.30 < float(f.metrics["exposed_share"]) < 0.45  # type: ignore[arg-type]
