@@ -114,7 +114,7 @@ def _summarise(c: pl.DataFrame, world: int) -> pl.DataFrame:
     algbw = pl.when(pl.col("transfer_us") > 0).then(pl.col("msg_bytes") / pl.col("transfer_us") / 1e3)
     agg = agg.with_columns(algbw.alias("algbw_gbps"))
     agg = agg.with_columns((pl.col("algbw_gbps") * bus_factor(pl.col("op"), pl.col("n_ranks"))).alias("busbw_gbps"))
-    return S.conform(agg.sort("first_arrival_us"), S.ALIGNED_COLLECTIVES)
+    return S.conform(agg.sort("first_arrival_us", "coll_id"), S.ALIGNED_COLLECTIVES)  # ties: by id, not by hash order
 
 
 def align_traces(traces: object, *, ranks: pl.DataFrame | None = None,
