@@ -75,7 +75,9 @@ class Lane:
         if cand.height == 0:
             return CollLines(), raw
         first = self.next_shape
-        reps = cand.unique(_KEY, keep="first", maintain_order=True)  # one line per shape of this batch
+        # One line per shape of this batch: the first (a group-by on the two hashes, then a gather).
+        first_rows = cand.lazy().with_row_index("_c").group_by(_KEY).agg(pl.col("_c").min()).collect()["_c"]
+        reps = cand.gather(first_rows.sort())
         fresh = reps.join(self.known, on=_KEY, how="anti")
         if fresh.height:
             self._learn(fresh)
