@@ -87,7 +87,9 @@ class Scratch:
     """Where each file's bytes live while it is decoded. A plain file is mapped copy-on-write: no copy
     out of the page cache, which maps its pages 16 at a time (read into fresh memory, a 54 MB trace
     page-faults 13k pages in, ~0.05 s of system time); the fast path's byte swaps copy one page each.
-    A gzip file is read into one buffer kept for every file, then decompressed."""
+    A gzip file is read into one buffer kept for every file, then decompressed. (A file truncated by
+    another process while mapped would fault; traces are finished files, and one still being written
+    only grows.)"""
 
     def __init__(self) -> None:
         self._buf = bytearray()
@@ -99,11 +101,12 @@ class Scratch:
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                if size > 2 and fh.read(2) != b"\x1f\x8b":
-                    with contextlib.suppress(OSError, ValueError):  # not mappable: read it
-                        self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
-                        return self._map, len(self._map)
-                fh.seek(0)
+                if size > 2:  # (a pipe's size is 0: read as it comes)
+                    if fh.read(2) != b"\x1f\x8b":
+                        with contextlib.suppress(OSError, ValueError):  # not mappable: read it
+                            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+                            return self._map, len(self._map)
+                    fh.seek(0)
                 if len(self._buf) < size:  # a new one: the old may still be referenced by a decoded Raw
                     self._buf = bytearray(size)
                 size = fh.readinto(memoryview(self._buf)[:size])
