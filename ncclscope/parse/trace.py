@@ -20,9 +20,10 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace_decode import Scratch, decode
+from ncclscope.parse.trace_decode import Scratch
 from ncclscope.parse.trace_events import DecodedTrace
 from ncclscope.parse.trace_link import COMM_FIELDS, collectives_of, gloo_of
+from ncclscope.parse.trace_pool import decoded
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
 _SUFFIXES = (".json", ".json.gz")
@@ -71,9 +72,9 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
     pgs: list[pl.DataFrame] = []
     seen: dict[int, str] = {}
     scratch = Scratch()  # where each file's bytes are; the last one given back before the frames are built
-    with _no_cyclic_gc():
-        for path in files:
-            d = decode(path, scratch)
+    with _no_cyclic_gc(), contextlib.closing(decoded(files, scratch)) as traces:
+        for d in traces:  # in file order; large sets partly on worker processes (stopped on any error)
+            path = d.path
             rank, how = _rank_of(d, rank_map or {})
             if rank in seen:
                 raise TraceError(f"rank {rank} appears in two traces ({seen[rank]}, {path}): pass the traces "

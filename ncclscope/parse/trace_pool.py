@@ -1,0 +1,172 @@
+"""Parse stage, torch.profiler traces: decode a large trace set on the other cores too.
+
+Decoding is pure Python and holds the GIL, so the other cores need other processes. Each worker is a
+fresh interpreter that loads only the decoder (msgspec and this package's `errors`, `trace_decode`,
+`trace_events`, under stand-in parent packages: no Polars, ~50 ms to start, ~30 MB) and is given the
+files after the caller's own share, in order; it writes one msgpack record per file (the decoded
+columns, or the file's TraceError message) to an unnamed temporary file, read once it exits. The
+caller decodes the first files meanwhile, so files come back, and errors are raised, in file order
+as a one-process read would. A worker that fails or is killed leaves its files to the caller.
+`NCCLSCOPE_TRACE_WORKERS=0` turns workers off (or sets how many at most).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import IO
+
+import msgspec
+
+from ncclscope.errors import TraceError
+from ncclscope.parse.trace_decode import Scratch, decode
+from ncclscope.parse.trace_events import DecodedTrace
+
+MIN_BYTES = 64 << 20  # a smaller set decodes in < 0.3 s: a worker's start-up would eat the gain
+MAX_WORKERS = 3  # each holds its own interpreter (~30 MB) while it runs
+OWN_SHARE = 0.8  # the caller also builds frames and reads the workers' records: it takes a bit less
+
+
+class _Record(msgspec.Struct, array_like=True):
+    path: str
+    error: str | None = None
+    trace: DecodedTrace | None = None
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(_Record)
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Stand-in `ncclscope` and `ncclscope.parse` packages (their __init__ imports Polars and every stage).
+_BOOT = (
+    "import sys, types\n"
+    "for name, sub in (('ncclscope', ''), ('ncclscope.parse', 'parse')):\n"
+    "    mod = types.ModuleType(name)\n"
+    "    mod.__path__ = [sys.argv[1] + sub]\n"
+    "    sys.modules[name] = mod\n"
+    "from ncclscope.parse.trace_pool import work\n"
+    "work(sys.argv[2:])\n"
+)
+
+
+@dataclass
+class _Worker:
+    paths: list[str]
+    proc: subprocess.Popen[bytes]
+    out: IO[bytes]
+
+
+def decoded(files: Sequence[str], scratch: Scratch) -> Generator[DecodedTrace, None, None]:
+    """Every file decoded, in order; a file's TraceError is raised at its turn."""
+    runs = _start(files)  # consecutive runs of files: a worker's, or the caller's (str)
+    try:
+        for run in runs:
+            if isinstance(run, _Worker):
+                yield from _collect(run, scratch)
+            else:
+                yield decode(run, scratch)
+    finally:
+        for run in runs:
+            if isinstance(run, _Worker):
+                _stop(run)
+
+
+def work(paths: Sequence[str]) -> None:
+    """Worker side: one length-prefixed msgpack record per file to stdout."""
+    scratch, out = Scratch(), sys.stdout.buffer
+    for path in paths:
+        try:
+            rec = _Record(path, trace=decode(path, scratch))
+        except TraceError as e:
+            rec = _Record(path, error=str(e))
+        body = _ENCODER.encode(rec)
+        out.write(len(body).to_bytes(8, "little") + body)
+        out.flush()
+    scratch.close()
+
+
+def _workers_wanted(files: Sequence[str], sizes: list[int]) -> int:
+    env = os.environ.get("NCCLSCOPE_TRACE_WORKERS", "")
+    cap = int(env) if env.isdigit() else MAX_WORKERS
+    n = min(cap, _cores() - 1, len(files) - 1)
+    return n if n >= 1 and sys.executable and sum(sizes) >= MIN_BYTES else 0
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _shares(sizes: list[int], n: int) -> list[int]:
+    """Share index (0: the caller, then each worker) of every file: contiguous runs, by bytes."""
+    weights = [OWN_SHARE] + [1.0] * n
+    edges = list(accumulate(w / sum(weights) * sum(sizes) for w in weights))
+    out: list[int] = []
+    before = 0
+    for size in sizes:  # the share whose byte range holds the file's middle; the caller has the first
+        out.append(next(i for i, e in enumerate(edges) if before + size / 2 <= e or i == n) if out else 0)
+        before += size
+    return out
+
+
+def _start(files: Sequence[str]) -> list[_Worker | str]:
+    """The files in order, each run after the caller's first share handed to a worker if one starts."""
+    try:
+        sizes = [os.path.getsize(f) for f in files]
+    except OSError:
+        return list(files)  # the caller's read says which file
+    n = _workers_wanted(files, sizes)
+    shares = _shares(sizes, n) if n else [0] * len(files)
+    out: list[_Worker | str] = []
+    for k in range(n + 1):
+        paths = [f for f, s in zip(files, shares, strict=True) if s == k]
+        worker = _spawn(paths) if k and paths else None
+        out.extend([worker] if worker else paths)
+    return out
+
+
+def _spawn(paths: list[str]) -> _Worker | None:
+    tmp = tempfile.TemporaryFile()  # noqa: SIM115  # open until its records are read (closed in _stop)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _BOOT, _PKG + os.sep, *paths], stdin=subprocess.DEVNULL,
+                                stdout=tmp, stderr=subprocess.DEVNULL)
+    except OSError:
+        tmp.close()
+        return None  # the caller decodes these files itself
+    return _Worker(paths, proc, tmp)
+
+
+def _collect(w: _Worker, scratch: Scratch) -> Iterator[DecodedTrace]:
+    """The worker's records in order, one in memory at a time; files it did not finish are decoded here."""
+    w.proc.wait()
+    w.out.seek(0)
+    for path in w.paths:
+        rec = _next_record(w.out)
+        if rec is None or rec.path != path:  # the worker died: the rest is decoded here
+            yield from (decode(p, scratch) for p in w.paths[w.paths.index(path):])
+            return
+        if rec.error is not None:
+            raise TraceError(rec.error)
+        yield rec.trace if rec.trace is not None else decode(path, scratch)
+
+
+def _next_record(f: IO[bytes]) -> _Record | None:
+    head = f.read(8)
+    n = int.from_bytes(head, "little") if len(head) == 8 else -1
+    body = f.read(n) if n >= 0 else b""
+    if n < 0 or len(body) != n:
+        return None
+    try:
+        return _DECODER.decode(body)
+    except msgspec.DecodeError:
+        return None
+
+
+def _stop(w: _Worker) -> None:
+    if w.proc.poll() is None:  # the caller stopped early (an error in an earlier file)
+        w.proc.kill()
+        w.proc.wait()
+    w.out.close()

@@ -1,0 +1,95 @@
+"""Trace worker processes: a large set decoded partly by workers comes back exactly as a one-process
+read, in file order, with errors at their turn, and a worker that dies leaves its files to the caller."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trace_fixtures import DLRM
+
+from ncclscope.errors import TraceError
+from ncclscope.parse import trace_pool as P
+from ncclscope.parse.trace import read_traces
+from ncclscope.parse.trace_decode import Scratch, decode
+
+
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any set, as on a 4-core machine."""
+    monkeypatch.setattr(P, "MIN_BYTES", 0)
+    monkeypatch.setattr(P, "_cores", lambda: 4)
+    monkeypatch.delenv("NCCLSCOPE_TRACE_WORKERS", raising=False)
+
+
+def _files() -> list[str]:
+    return sorted(str(p) for p in DLRM.glob("*.json.gz"))
+
+
+def _plain(files: list[str]) -> list[Any]:
+    return [vars(decode(f)) for f in files]
+
+
+def test_workers_give_what_one_process_gives(workers: None) -> None:
+    files = _files()
+    assert P._workers_wanted(files, [1] * len(files)) == 3
+    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+
+
+def test_read_traces_with_and_without_workers(workers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_workers = read_traces([str(DLRM)])
+    monkeypatch.setenv("NCCLSCOPE_TRACE_WORKERS", "0")
+    alone = read_traces([str(DLRM)])
+    for name in ("collectives", "steps", "kernels", "ranks", "pgs"):
+        assert getattr(with_workers, name).equals(getattr(alone, name)), name
+
+
+def test_shares_are_contiguous_runs_by_bytes() -> None:
+    assert P._shares([10] * 10, 1) == [0] * 4 + [1] * 6  # the caller takes 0.8 of a worker's share
+    assert P._shares([100, 1, 1, 1], 1) == [0, 1, 1, 1]
+    shares = P._shares([5, 7, 1, 30, 2, 2, 9, 4], 3)
+    assert shares == sorted(shares) and shares[0] == 0
+
+
+@pytest.mark.parametrize("bad_at", [0, 6], ids=["caller's-share", "worker's-share"])
+def test_errors_come_at_their_turn(workers: None, tmp_path: Path, bad_at: int) -> None:
+    files = []
+    for i, f in enumerate(_files()):
+        dst = tmp_path / f"r{i}.json.gz"
+        if i in (bad_at, 7):  # two bad files: the first in order is the one raised
+            dst.write_text(json.dumps({"schemaVersion": 1, "name": i}))
+        else:
+            shutil.copy(f, dst)
+        files.append(str(dst))
+    got = []
+    with pytest.raises(TraceError, match=f"r{bad_at}.json.gz.*traceEvents"):
+        got.extend(P.decoded(files, Scratch()))
+    assert len(got) == bad_at
+
+
+@pytest.mark.parametrize("boot", ["import sys; sys.exit(3)",
+                                  "import sys; sys.stdout.buffer.write(b'\\x09' + bytes(7) + b'cut')"],
+                         ids=["dies", "cut-short"])
+def test_a_dead_worker_leaves_its_files_to_the_caller(workers: None, monkeypatch: pytest.MonkeyPatch,
+                                                      boot: str) -> None:
+    monkeypatch.setattr(P, "_BOOT", boot)
+    files = _files()
+    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+
+
+def test_a_worker_that_cannot_start_leaves_its_files_to_the_caller(workers: None,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[int] = []
+    spawn = P._spawn
+
+    def every_other(paths: list[str]) -> P._Worker | None:
+        started.append(len(paths))
+        return spawn(paths) if len(started) % 2 else None
+    monkeypatch.setattr(P, "_spawn", every_other)
+    files = _files()
+    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+    assert len(started) == 3
+
