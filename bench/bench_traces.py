@@ -10,7 +10,8 @@ after one untimed warm-up run each, as an installed package would: otherwise an 
 would recompile its ~60 modules on every run while HTA's site-packages already hold their .pyc.
 Wall time is measured around the subprocess, CPU time (user+sys) from wait4; memory two ways: the peak of the summed RSS of the whole
 process tree (sampled every 5 ms from /proc; HTA parses ranks in a multiprocessing pool) and the
-kernel's ru_maxrss from wait4 (largest single process).
+kernel's ru_maxrss from wait4 (largest single process; the generated sets are written by a child
+process, since a child's ru_maxrss starts from its parent's peak).
 
 Usage: .venv/bin/python bench/bench_traces.py [--set dlrm|b200|DIR ...] [--repeat N]
 """
@@ -86,14 +87,24 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
 
 
 def trace_set(name: str, tmp: Path) -> Path:
+    """The set's folder; generated sets are written by a child process (see `_write_set`)."""
     if name == "dlrm":
         return REPO / "samples" / "traces" / "param_dlrm_8rank"
+    if name in ("b200", "dfindex"):
+        subprocess.run([sys.executable, __file__, "--write-set", name, str(tmp)], check=True)
+        return tmp / f"{name}_8rank"
+    return Path(name)
+
+
+def _write_set(name: str, tmp: Path) -> None:
+    # In a child process: a child's ru_maxrss starts from its parent's peak (Linux carries the
+    # high-water mark across vfork + exec), so the bench process must never hold a 54 MB trace.
     if name == "b200":  # 8 × 14 MB: the B200 trace cloned per rank (tests/traces/trace_fixtures.py)
         sys.path.insert(0, str(REPO / "tests" / "traces"))
         import trace_fixtures
 
-        return trace_fixtures.write_set(trace_fixtures.b200_set(), tmp / "b200_8rank")
-    if name == "dfindex":  # 8 × 54 MB: a real 2022 trace (216k events) given ranks 0..7, Kineto layout kept
+        trace_fixtures.write_set(trace_fixtures.b200_set(), tmp / "b200_8rank")
+    elif name == "dfindex":  # 8 × 54 MB: a real 2022 trace (216k events) given ranks 0..7, Kineto layout kept
         src = REPO.parent / "shared" / "traces" / "single_rank_nccl" / "hta_df_index_resolver_rank1_of2.json.gz"
         data = gzip.decompress(src.read_bytes())
         folder = tmp / "dfindex_8rank"
@@ -101,8 +112,6 @@ def trace_set(name: str, tmp: Path) -> Path:
         for r in range(8):
             out = data.replace(b'"rank": 1, "world_size": 2', f'"rank": {r}, "world_size": 8'.encode(), 1)
             (folder / f"rank{r}.json").write_bytes(out)
-        return folder
-    return Path(name)
 
 
 def _env() -> dict[str, str]:
@@ -139,7 +148,11 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=None,
                     help="dlrm, b200, dfindex (needs ../shared) or a trace directory (repeatable)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write-set", nargs=2, metavar=("NAME", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write_set:
+        _write_set(args.write_set[0], Path(args.write_set[1]))
+        return 0
     if not HTA_PY.exists():
         print(f"HTA venv missing: python3.11 -m venv bench/.venv-hta && {HTA_PY.parent}/pip install "
               "HolisticTraceAnalysis==0.5.0", file=sys.stderr)
