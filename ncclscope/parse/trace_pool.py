@@ -4,8 +4,8 @@ Decoding is pure Python and holds the GIL, so the other cores need other process
 fresh interpreter that loads only the decoder (msgspec and this package's `errors`, `trace_decode`,
 `trace_events`, under stand-in parent packages: no Polars, ~50 ms to start, ~30 MB) and is given the
 files after the caller's own share, in order; it writes one msgpack record per file (the decoded
-columns, or the file's TraceError message) to an unnamed temporary file, read once it exits. The
-caller decodes the first files meanwhile, so files come back, and errors are raised, in file order
+columns, or the file's TraceError message) to an unnamed temporary file, each read as soon as it
+is whole. The caller decodes the first files meanwhile, so files come back, and errors are raised, in file order
 as a one-process read would. A worker that fails or is killed leaves its files to the caller.
 `NCCLSCOPE_TRACE_WORKERS=0` turns workers off (or sets how many at most).
 """
@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -30,6 +31,7 @@ from ncclscope.parse.trace_events import DecodedTrace
 MIN_BYTES = 64 << 20  # a smaller set decodes in < 0.3 s: a worker's start-up would eat the gain
 MAX_WORKERS = 3  # each holds its own interpreter (~30 MB) while it runs
 GZIP_RATIO = 8
+POLL_S = 0.005  # while a worker's next record is not whole yet
 OWN_SHARE = 0.8  # the caller also builds frames and reads the workers' records: it takes a bit less
 
 
@@ -141,29 +143,35 @@ def _spawn(paths: list[str]) -> _Worker | None:
 
 
 def _collect(w: _Worker, scratch: Scratch) -> Iterator[DecodedTrace]:
-    """The worker's records in order, one in memory at a time; files it did not finish are decoded here."""
-    w.proc.wait()
+    """The worker's records in order, each as soon as it is whole (one in memory at a time); files the
+    worker did not finish are decoded here."""
     w.out.seek(0)
-    for path in w.paths:
-        rec = _next_record(w.out)
+    for i, path in enumerate(w.paths):
+        rec = _next_record(w)
         if rec is None or rec.path != path:  # the worker died: the rest is decoded here
-            yield from (decode(p, scratch) for p in w.paths[w.paths.index(path):])
+            yield from (decode(p, scratch) for p in w.paths[i:])
             return
         if rec.error is not None:
             raise TraceError(rec.error)
         yield rec.trace if rec.trace is not None else decode(path, scratch)
 
 
-def _next_record(f: IO[bytes]) -> _Record | None:
-    head = f.read(8)
-    n = int.from_bytes(head, "little") if len(head) == 8 else -1
-    body = f.read(n) if n >= 0 else b""
-    if n < 0 or len(body) != n:
-        return None
-    try:
-        return _DECODER.decode(body)
-    except msgspec.DecodeError:
-        return None
+def _next_record(w: _Worker) -> _Record | None:
+    """The next whole record of the worker's file, waiting while it runs; None once it has exited."""
+    while True:
+        pos, exited = w.out.tell(), w.proc.poll() is not None  # (exited first: then a short read is final)
+        head = w.out.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        body = w.out.read(n) if n >= 0 else b""
+        if n >= 0 and len(body) == n:
+            try:
+                return _DECODER.decode(body)
+            except msgspec.DecodeError:
+                return None
+        if exited:
+            return None
+        w.out.seek(pos)
+        time.sleep(POLL_S)
 
 
 def _stop(w: _Worker) -> None:
