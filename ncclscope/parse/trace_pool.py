@@ -32,6 +32,7 @@ MIN_BYTES = 64 << 20  # a smaller set decodes in < 0.3 s: a worker's start-up wo
 MAX_WORKERS = 3  # each holds its own interpreter (~30 MB) while it runs
 GZIP_RATIO = 8
 POLL_S = 0.005  # while a worker's next record is not whole yet
+MAX_RECORD = 1 << 36  # a longer length prefix is not ours: the worker's output is not to be trusted
 OWN_SHARE = 0.8  # the caller also builds frames and reads the workers' records: it takes a bit less
 
 
@@ -61,6 +62,7 @@ class _Worker:
     paths: list[str]
     proc: subprocess.Popen[bytes]
     out: IO[bytes]
+    pos: int = 0  # where its next record starts in `out`
 
 
 def decoded(files: Sequence[str], scratch: Scratch) -> Generator[DecodedTrace, None, None]:
@@ -96,7 +98,8 @@ def _workers_wanted(files: Sequence[str], sizes: list[int]) -> int:
     env = os.environ.get("NCCLSCOPE_TRACE_WORKERS", "")
     cap = int(env) if env.isdigit() else MAX_WORKERS
     n = min(cap, _cores() - 1, len(files) - 1)
-    return n if n >= 1 and sys.executable and sum(sizes) >= MIN_BYTES else 0
+    usable = bool(sys.executable) and hasattr(os, "pread")
+    return n if n >= 1 and usable and sum(sizes) >= MIN_BYTES else 0
 
 
 def _cores() -> int:
@@ -145,7 +148,6 @@ def _spawn(paths: list[str]) -> _Worker | None:
 def _collect(w: _Worker, scratch: Scratch) -> Iterator[DecodedTrace]:
     """The worker's records in order, each as soon as it is whole (one in memory at a time); files the
     worker did not finish are decoded here."""
-    w.out.seek(0)
     for i, path in enumerate(w.paths):
         rec = _next_record(w)
         if rec is None or rec.path != path:  # the worker died: the rest is decoded here
@@ -157,21 +159,33 @@ def _collect(w: _Worker, scratch: Scratch) -> Iterator[DecodedTrace]:
 
 
 def _next_record(w: _Worker) -> _Record | None:
-    """The next whole record of the worker's file, waiting while it runs; None once it has exited."""
+    """The next whole record of the worker's file, waiting while it runs; None once it has exited.
+
+    Read with `pread` at our own position: the worker writes through the same open file, whose
+    offset a seek or read of ours would move under its writes."""
+    fd = w.out.fileno()
     while True:
-        pos, exited = w.out.tell(), w.proc.poll() is not None  # (exited first: then a short read is final)
-        head = w.out.read(8)
+        exited = w.proc.poll() is not None  # (first: once it has exited, a short read is final)
+        head = os.pread(fd, 8, w.pos)
         n = int.from_bytes(head, "little") if len(head) == 8 else -1
-        body = w.out.read(n) if n >= 0 else b""
-        if n >= 0 and len(body) == n:
+        body = _pread_all(fd, n, w.pos + 8) if 0 <= n <= MAX_RECORD else b""
+        if len(body) == n:
+            w.pos += 8 + n
             try:
                 return _DECODER.decode(body)
             except msgspec.DecodeError:
                 return None
-        if exited:
+        if exited or n > MAX_RECORD:
             return None
-        w.out.seek(pos)
         time.sleep(POLL_S)
+
+
+def _pread_all(fd: int, n: int, at: int) -> bytes:
+    parts, got = [], 0
+    while got < n and (part := os.pread(fd, n - got, at + got)):
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
 
 
 def _stop(w: _Worker) -> None:

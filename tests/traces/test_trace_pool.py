@@ -4,6 +4,7 @@ read, in file order, with errors at their turn, and a worker that dies leaves it
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,34 @@ def test_a_worker_that_cannot_start_leaves_its_files_to_the_caller(workers: None
     assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
     assert len(started) == 3
 
+
+
+_SLOW_WRITER = '''
+import sys, time
+class _Slow:
+    def __init__(self, raw):
+        self.raw = raw
+    def write(self, b):
+        for i in range(0, len(b), 4096):
+            self.raw.write(b[i:i + 4096])
+            self.raw.flush()
+            time.sleep(0.0005)
+    def flush(self):
+        self.raw.flush()
+class _Out:
+    buffer = _Slow(sys.stdout.buffer)
+sys.stdout = _Out()
+'''
+
+
+def test_records_read_while_the_worker_still_writes(workers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The worker writes through the file the caller reads: reading must not move the offset it writes at.
+    monkeypatch.setattr(P, "_BOOT", P._BOOT.replace("from ncclscope.parse.trace_pool import work",
+                                                    _SLOW_WRITER + "from ncclscope.parse.trace_pool import work"))
+    monkeypatch.setattr(P, "POLL_S", 0.0005)
+    local: list[str] = []
+    monkeypatch.setattr(P, "decode", lambda path, scratch: local.append(path) or decode(path, scratch))
+    files = _files()
+    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+    own = P._shares([os.path.getsize(f) * P.GZIP_RATIO for f in files], 3).count(0)
+    assert len(local) == own  # every other file came from a worker
