@@ -9,7 +9,9 @@ the lines read before the damage. Each problem becomes one counted note.
 from __future__ import annotations
 
 import os
+import queue
 import sys
+import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -198,6 +200,55 @@ def _whole(path: str) -> tuple[list[pl.DataFrame], ReadStats]:
     return list(read_chunks(path, stats)), stats
 
 
+_DONE = object()
+
+
+def _behind(chunks: Iterator[pl.DataFrame], depth: int = 2) -> Iterator[pl.DataFrame]:
+    """The chunks of one big input, read `depth` blocks ahead on a thread (memory stays bounded).
+
+    An error while reading is raised here, in order, after the chunks read before it.
+    """
+    q: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False  # the consumer has gone
+
+    def work() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(_DONE)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            put(e)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()  # the file is closed on this thread, however the consumer stopped
+
+    t = threading.Thread(target=work, name="ncclscope-read-big", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, pl.DataFrame)
+            yield item
+    finally:
+        stop.set()
+        t.join()
+
+
 def _size(path: str) -> int | None:
     """Size of a regular file small enough to read ahead, else None."""
     try:
@@ -232,7 +283,7 @@ def read_many(paths: Sequence[str]) -> Iterator[tuple[str, Iterable[pl.DataFrame
             fut = ahead.pop(i, None)
             if fut is None:
                 stats = ReadStats()
-                yield path, read_chunks(path, stats), stats
+                yield path, _behind(read_chunks(path, stats)), stats
                 continue
             chunks, stats = fut.result()
             held -= sizes[i] or 0

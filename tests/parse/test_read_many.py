@@ -57,3 +57,16 @@ def test_read_many_reports_an_unreadable_file_in_order(tmp_path: Path) -> None:
             list(chunks)
             seen.append(path)
     assert seen == paths[:2]
+
+
+def test_a_consumer_that_stops_early_does_not_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "big.log"
+    big.write_text("".join(f"h:1:1 [0] NCCL INFO line {k}\n" for k in range(200_000)))
+    monkeypatch.setattr(reader, "PREFETCH_BYTES", 0)  # streamed, read ahead block by block
+    monkeypatch.setattr(reader, "BLOCK", 64 << 10)
+    for _, chunks, _ in read_many([str(big)]):
+        for _chunk in chunks:
+            break
+    stats = ReadStats()
+    n = sum(c.height for c in reader._behind(read_chunks(str(big), stats)))
+    assert n == stats.lines == 200_000
