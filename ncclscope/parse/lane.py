@@ -60,7 +60,7 @@ class Lane:
 
     def __init__(self, prepare: Prepare) -> None:
         self.prepare = prepare  # the general path's line splitter (`logs.prepare`), for representatives
-        self.known = pl.DataFrame(schema={"_h1": pl.UInt64, "_h2": pl.UInt64, "shape": pl.Int64, "_seen": pl.Boolean})
+        self.known = pl.DataFrame(schema={"_h1": pl.UInt64, "_h2": pl.UInt64, "shape": pl.Int64})  # null: rejected
         self.shapes = S.empty(S.COLL_SHAPES)  # every accepted shape so far
         self.next_shape = 0
         var = fastpath.VARYING.get(_FAM)
@@ -69,7 +69,7 @@ class Lane:
 
     def split(self, raw: pl.DataFrame) -> tuple[CollLines, pl.DataFrame]:
         """(COLL lines taken by the lane, with the shapes first seen here; raw rows left for the general path)."""
-        if self.var is None or fastpath.VARYING.get(_FAM) != self.var or raw.height < fastpath.SMALL:
+        if self.var is None or raw.height < fastpath.SMALL:
             return CollLines(), raw
         cand, rest = _cut(raw, self.before, self.after)
         if cand.height == 0:
@@ -111,7 +111,7 @@ class Lane:
         self.next_shape += good.height
         self.shapes = pl.concat([self.shapes, S.conform(good, S.COLL_SHAPES)])
         seen = numbered.select(*_KEY, "_rep").join(good.select("_rep", "shape"), on="_rep", how="left")
-        self.known = pl.concat([self.known, seen.select(*_KEY, "shape", pl.lit(True).alias("_seen"))])
+        self.known = pl.concat([self.known, seen.select(*_KEY, "shape")])
 
 
 def _accepted(reps: pl.DataFrame, prepare: Prepare, var: str, before: str) -> pl.DataFrame:

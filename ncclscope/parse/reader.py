@@ -261,9 +261,9 @@ def _size(path: str) -> int | None:
 def read_many(paths: Sequence[str]) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
     """(path, its chunks, its stats) for every input in order; consume the chunks before the stats.
 
-    Small files are read ahead on worker threads, up to `PREFETCH_BUDGET` bytes (file reads and
-    Polars' line split release the GIL, so reading overlaps parsing); big files, stdin and files
-    that cannot be stat'ed stream in order on the caller's thread.
+    Small files are read ahead, whole, on worker threads, up to `PREFETCH_BUDGET` bytes (file reads
+    and Polars' line split release the GIL, so reading overlaps parsing); big files, stdin and files
+    that cannot be stat'ed are streamed in their turn, a few blocks ahead (`_behind`).
     """
     sizes = [_size(p) for p in paths]
     with ThreadPoolExecutor(max_workers=PREFETCH_WORKERS, thread_name_prefix="ncclscope-read") as pool:
