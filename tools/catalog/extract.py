@@ -1,0 +1,215 @@
+"""Build grammars/catalog/nccl_messages.json: every NCCL log format, from NCCL's own sources.
+
+Reads bare git mirrors of NVIDIA/nccl, ROCm/rccl, aws/aws-ofi-nccl and Mellanox/nccl-rdma-sharp-plugins,
+finds every WARN/INFO/TRACE/VERSION/TRACE_CALL call (and aws-ofi-nccl's NCCL_OFI_* macros, and every
+wrapper macro such as SYSCHECK or CUDACHECK, expanded from its definition at that release) at every
+chosen tag, and writes one entry per distinct (level, format). Also writes grammars/catalog/README.md.
+
+    python tools/catalog/extract.py --out grammars/catalog/nccl_messages.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from clex import Call, Define, find_calls, lex
+from fmtspec import recognisable
+from gitsrc import Repo, choose_tags, resolve_commits
+from macros import Emit, MacroTable, resolve
+from prefixes import licence, prefix_of
+from readme import write_readme
+
+MIRRORS = "/work/.mirror"
+DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+OFI_RE = re.compile(r"\(\s*\*\s*(ofi_log_function)\s*\)")
+
+
+@dataclass
+class Acc:
+    level: str
+    fmt: str | None
+    expr: str
+    reason: str | None
+    subsys: set[str] = field(default_factory=set)
+    releases: dict[str, set[str]] = field(default_factory=dict)
+    sites: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    wrappers: set[str] = field(default_factory=set)
+
+
+class Extractor:
+    def __init__(self, repos: list[Repo]) -> None:
+        self.repos = repos
+        self.acc: dict[tuple[str, str | None, str], Acc] = {}
+        self._defines: dict[tuple[str, str], list[Define]] = {}
+        self._calls: dict[tuple[str, str], list[Call]] = {}
+
+    def text(self, repo: Repo, sha: str) -> str:
+        return OFI_RE.sub(r"\1", repo.blob(sha))
+
+    def defines(self, repo: Repo, path: str, sha: str) -> list[Define]:
+        key = (sha, path)
+        if key not in self._defines:
+            text = self.text(repo, sha)
+            out: list[Define] = []
+            for m in DEFINE_RE.finditer(text):
+                if "(" in m.group():
+                    out.extend(lex(m.group(), path, text.count("\n", 0, m.start()) + 1)[1])
+            self._defines[key] = out
+        return self._defines[key]
+
+    def calls(self, repo: Repo, path: str, sha: str, names: frozenset[str], quick: re.Pattern[str]) -> list[Call]:
+        key = (sha, path)
+        if key not in self._calls:
+            text = self.text(repo, sha)
+            self._calls[key] = find_calls(lex(text, path)[0], names) if quick.search(text) else []
+        return self._calls[key]
+
+    def run(self) -> None:
+        for repo in self.repos:
+            trees = {t: repo.tree(t) for t in repo.tags}
+            repo.load_blobs({sha for files in trees.values() for _p, sha in files})
+            tables = {t: MacroTable([d for p, s in files for d in self.defines(repo, p, s)])
+                      for t, files in trees.items()}
+            names = frozenset().union(*(tb.dependent_names() | {"WARN", "INFO", "TRACE", "VERSION", "TRACE_CALL",
+                                                                 "ofi_log_function"} for tb in tables.values()))
+            quick = re.compile(r"\b(?:" + "|".join(sorted(names)) + r")\s*\(")
+            for tag, files in trees.items():
+                table = tables[tag]
+                for path, sha in files:
+                    for call in self.calls(repo, path, sha, names, quick):
+                        if call.name in table.names:
+                            for e in table.emits_of_call(call, ()):
+                                self.record(repo.key, tag, e)
+                for e in table.independent():
+                    self.record(repo.key, tag, e)
+            print(f"{repo.key}: {len(repo.tags)} tags, {len(self.acc)} formats so far", file=sys.stderr)
+
+    def record(self, repo: str, tag: str, e: Emit) -> None:
+        for r in resolve(e):
+            key = (r.level, r.fmt, "" if r.fmt is not None else r.expr)
+            a = self.acc.get(key)
+            if a is None:
+                a = self.acc[key] = Acc(r.level, r.fmt, r.expr, r.reason)
+            a.subsys.update(r.subsys)
+            a.releases.setdefault(repo, set()).add(tag)
+            lines = a.sites.setdefault((repo, e.file), {})
+            lines[tag] = min(lines.get(tag, e.line), e.line)
+            if e.chain:
+                a.wrappers.add(e.chain[0])
+
+
+def runs(tags: list[str], have: set[str]) -> list[str]:
+    """Exact release list as runs over the repo's ordered tags: `A..B` = every tag from A to B."""
+    out: list[str] = []
+    i = 0
+    while i < len(tags):
+        if tags[i] not in have:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(tags) and tags[j + 1] in have:
+            j += 1
+        out.append(tags[i] if i == j else f"{tags[i]}..{tags[j]}")
+        i = j + 1
+    return out
+
+
+def message_id(level: str, key: str, used: set[str]) -> str:
+    digest = hashlib.sha1(f"{level}\0{key}".encode()).hexdigest()
+    for n in range(8, 41):
+        mid = "m" + digest[:n]
+        if mid not in used:
+            used.add(mid)
+            return mid
+    raise ValueError("id collision")
+
+
+def to_message(a: Acc, order: dict[str, list[str]], used: set[str]) -> dict[str, Any]:
+    ok, why = recognisable(a.fmt)
+    msg: dict[str, Any] = {
+        "id": message_id(a.level, a.fmt if a.fmt is not None else "expr:" + a.expr, used),
+        "level": a.level,
+        "subsys": sorted(a.subsys),
+        "format": a.fmt,
+    }
+    if a.fmt is None:
+        msg["expr"] = a.expr
+        msg["reason"] = a.reason
+    msg["recognisable"] = ok
+    if not ok:
+        msg["unrecognisable_reason"] = why
+    msg["sources"] = [r for r in order if r in a.releases]
+    msg["wrapper"] = min(a.wrappers) if a.wrappers else None
+    msg["wrappers"] = sorted(a.wrappers)
+    msg["releases"] = {r: runs(order[r], a.releases[r]) for r in order if r in a.releases}
+    sites = []
+    for (repo, file), lines in sorted(a.sites.items(), key=lambda kv: (list(order).index(kv[0][0]), kv[0][1])):
+        tags = [t for t in order[repo] if t in lines]
+        sites.append({"repo": repo, "file": file, "line": lines[tags[-1]], "first": tags[0], "last": tags[-1],
+                      "first_line": lines[tags[0]]})
+    msg["sites"] = sites
+    return msg
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """Stable JSON: top level indented, one message per line."""
+    head = {k: v for k, v in doc.items() if k != "messages"}
+    body = json.dumps(head, indent=1, ensure_ascii=False)[:-2]
+    msgs = ",\n".join("  " + json.dumps(m, ensure_ascii=False) for m in doc["messages"])
+    return f'{body},\n "messages": [\n{msgs}\n ]\n}}\n'
+
+
+def build_repos(args: argparse.Namespace) -> list[Repo]:
+    return [
+        Repo("nccl", "NVIDIA/nccl", args.nccl, ("src",), "nccl"),
+        Repo("rccl", "ROCm/rccl", args.rccl, ("src",), "rccl"),
+        Repo("aws-ofi-nccl", "aws/aws-ofi-nccl", args.aws, ("src", "include"), "aws"),
+        Repo("nccl-rdma-sharp-plugins", "Mellanox/nccl-rdma-sharp-plugins", args.sharp, ("src", "include"), "sharp"),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    ap.add_argument("--nccl", default=f"{MIRRORS}/NVIDIA+nccl/repo")
+    ap.add_argument("--rccl", default=f"{MIRRORS}/ROCm+rccl/repo")
+    ap.add_argument("--aws", default=f"{MIRRORS}/aws+aws-ofi-nccl/repo")
+    ap.add_argument("--sharp", default=f"{MIRRORS}/Mellanox+nccl-rdma-sharp-plugins/repo")
+    ap.add_argument("--out", default="grammars/catalog/nccl_messages.json")
+    ap.add_argument("--readme", default=None, help="default: README.md next to --out")
+    args = ap.parse_args(argv)
+    repos = build_repos(args)
+    for r in repos:
+        r.tags = choose_tags(r)
+        resolve_commits(r)
+    ex = Extractor(repos)
+    ex.run()
+    order = {r.key: r.tags for r in repos}
+    used: set[str] = set()
+    accs = sorted(ex.acc.values(), key=lambda a: (a.level, a.fmt is None, a.fmt or "", a.expr))
+    doc: dict[str, Any] = {
+        "generated_by": "tools/catalog/extract.py",
+        "licenses": {r.github: licence(r) for r in repos},
+        "sources": {r.key: {"github": r.github, "dirs": list(r.dirs), "tags": r.tags,
+                            "commit_per_tag": r.commits} for r in repos},
+        "prefixes": {f"{r.key}:{t}": prefix_of(r, t) for r in repos[:2] for t in r.tags},
+        "messages": [to_message(a, order, used) for a in accs],
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump(doc), encoding="utf-8")
+    write_readme(doc, Path(args.readme) if args.readme else out.with_name("README.md"))
+    print(f"wrote {out}: {len(doc['messages'])} messages", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
