@@ -58,7 +58,8 @@ def analyze(
     # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
     aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
     flight = parse.read_flight(inputs.dumps) if inputs.dumps else None
-    ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight)
+    ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight,
+                  phase=align.job_phase(logs))
     findings = tuple(run_rules(ctx))
     return Session(logs=logs, ranks=ranks, comms=comms, findings=findings, traces=traces,
                    aligned_traces=aligned, flight=flight,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ncclscope.align.identity import identify
+from ncclscope.align.phase import JobPhase, job_phase
 from ncclscope.align.traces import align_traces
 
-__all__ = ["align_traces", "identify"]
+__all__ = ["JobPhase", "align_traces", "identify", "job_phase"]

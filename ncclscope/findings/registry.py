@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from ncclscope.align.phase import JobPhase
 from ncclscope.frames import LogFrames
 from ncclscope.records import Finding, Severity, sort_findings
 
@@ -27,6 +28,7 @@ class Context:
     aligned_traces: Any = None  # ncclscope.align.traces.AlignedCollectives
     flight: Any = None  # ncclscope.parse.flight.FlightFrames
     options: dict[str, object] = field(default_factory=dict)
+    phase: JobPhase = field(default_factory=JobPhase)  # teardown/failure lines per input (align.phase)
 
 
 RuleFn = Callable[[Context], Iterable[Finding]]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from ncclscope.align.rankmap import transport
+from ncclscope.align.rankmap import init_rows, transport
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import (
     CITE,
@@ -189,20 +189,18 @@ def _plugin_mismatch(ctx: Context) -> list[Finding]:
 
 @rule("env-mismatch", "error", "NCCL_* environment differs across ranks", "config")
 def env_mismatch(ctx: Context) -> Iterable[Finding]:
-    """A `NCCL_X set by environment to V` value differs between processes (trailing '.' ignored).
-    Error for settings every rank must share (NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE, NCCL_IB_DISABLE,
-    NCCL_NET, NCCL_COLLNET_ENABLE, NCCL_NVLS_ENABLE, channel counts, NCCL_CROSS_NIC, NCCL_NET_PLUGIN);
-    warning for the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes)."""
-    env = norm_host(ctx.logs.env).with_columns(
-        v=pl.col("value").fill_null("").str.strip_chars().str.strip_chars_end("."),
-        who=pl.when(pl.col("pid").is_not_null()).then(pl.concat_str(["host", pl.col("pid").cast(pl.Utf8)], separator=":"))
-        .otherwise(pl.col("path")))
-    diff = env.group_by("name").agg(pl.col("v").n_unique().alias("n"), pl.col("who").n_unique().alias("w"))
-    names = diff.filter((pl.col("n") > 1) & (pl.col("w") > 1))["name"].sort().to_list()
+    """A `NCCL_X set by environment to V` value differs between processes at the same occurrence (the
+    k-th time each process prints X: an application may change X between two communicators, which is
+    no mismatch), trailing '.' ignored; or X is printed by some processes of the world communicator and
+    not by others that print their environment (set on some ranks, unset on others). Error for settings
+    every rank must share (NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE, NCCL_IB_DISABLE, NCCL_NET,
+    NCCL_COLLNET_ENABLE, NCCL_NVLS_ENABLE, channel counts, NCCL_CROSS_NIC, NCCL_NET_PLUGIN); warning for
+    the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes)."""
+    env = _env_rows(ctx)
+    if env["who"].n_unique() < 2:
+        return []
     out: list[Finding] = []
-    for name in names:
-        rows = first_per(env.filter(pl.col("name") == name), ["v"])
-        values = rows["v"].to_list()
+    for name, rows, values in _value_diffs(env) + _set_unset(env, ctx):
         sev: Severity = "error" if name in MUST_MATCH else "warning"
         out.append(make("env-mismatch", sev, f"{name} differs across ranks: " + " vs ".join(values),
                         "Ranks configured differently make different choices (transport, protocol, algorithm, "
@@ -211,6 +209,53 @@ def env_mismatch(ctx: Context) -> Iterable[Finding]:
                         "/etc/nccl.conf); diff the `set by environment` lines between ranks.", rows, ctx,
                         metrics={"name": name, "values": values}))
     return out
+
+
+def _env_rows(ctx: Context) -> pl.DataFrame:
+    env = norm_host(ctx.logs.env).sort("path", "line").with_columns(
+        v=pl.col("value").fill_null("").str.strip_chars().str.strip_chars_end("."),
+        who=pl.when(pl.col("pid").is_not_null()).then(pl.concat_str(["host", pl.col("pid").cast(pl.Utf8)], separator=":"))
+        .otherwise(pl.col("path")))
+    return env.with_columns(k=pl.col("v").cum_count().over("who", "name"))
+
+
+def _value_diffs(env: pl.DataFrame) -> list[tuple[str, pl.DataFrame, list[str]]]:
+    diff = env.group_by("name", "k").agg(pl.col("v").n_unique().alias("n"), pl.col("who").n_unique().alias("w"))
+    out = []
+    for name in sorted(set(diff.filter((pl.col("n") > 1) & (pl.col("w") > 1))["name"].to_list())):
+        ks = diff.filter((pl.col("name") == name) & (pl.col("n") > 1))["k"].min()
+        rows = first_per(env.filter((pl.col("name") == name) & (pl.col("k") == ks)), ["v"])
+        out.append((name, rows, rows["v"].to_list()))
+    return out
+
+
+def _set_unset(env: pl.DataFrame, ctx: Context) -> list[tuple[str, pl.DataFrame, list[str]]]:
+    """Names printed by some world-communicator processes that print their environment but not by others.
+    Only the world communicator's members are compared: NCCL reads many variables only on the code path
+    that needs them, and processes outside it (evaluation, a second job step) take other paths."""
+    members = _world_members(ctx)
+    env = env.join(members, on=["host", "pid"], how="semi")
+    who = env["who"].unique()
+    if who.len() < 2:
+        return []
+    per = env.group_by("name").agg(pl.col("who").unique())
+    out = []
+    for name, have in per.filter(pl.col("who").list.len() < who.len()).sort("name").iter_rows():
+        missing = sorted(set(who.to_list()) - set(have))
+        rows = first_per(env.filter(pl.col("name") == name), ["v"])
+        unset = first_per(env.filter(pl.col("who") == missing[0]), ["who"]).with_columns(v=pl.lit("(unset)"))
+        cited = pl.concat([rows, unset], how="vertical_relaxed")
+        out.append((name, cited, [*rows["v"].to_list(), f"unset on {len(missing)} process(es), e.g. {missing[0]}"]))
+    return out
+
+
+def _world_members(ctx: Context) -> pl.DataFrame:
+    """(host, pid) of the processes in the world communicator (empty when none is known)."""
+    if ctx.comms.is_empty():
+        return pl.DataFrame(schema={"host": pl.Utf8, "pid": pl.Int64})
+    wkey = ctx.comms.sort(["nranks", "ranks_seen"], descending=True, nulls_last=True)["comm_key"][0]
+    inits = init_rows(ctx.logs.inits).filter(pl.col("comm_key") == wkey)
+    return inits.select("host", "pid").unique()
 
 
 @rule("p2p-degraded", "error", "Intra-node traffic not on P2P", "config")

@@ -71,7 +71,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     closed by remote peer, recv failed, Broken pipe, `[Proxy Service] Failed to execute operation`,
     `[Service thread]` closures). Also a silent error trail whose deepest frame is socket/bootstrap code.
     The first failure (ts_us when every line has one, else root before retries before echoes) is named.
-    Error; warning when only echoes are seen and an IB/CUDA/SHM error elsewhere explains them, or when
+    Lines printed after an input's teardown began (align.phase) in a job with no earlier failure are the
+    job ending and are not reported. Error; warning when only echoes are seen and an IB/CUDA/SHM error elsewhere explains them, or when
     only unexhausted retries are seen."""
     if ctx.logs.warnings.is_empty() and ctx.logs.trail.is_empty():
         return []
@@ -79,6 +80,7 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     silent = _silent_trails(ctx).select(*CITE, cls=pl.lit(0, dtype=pl.Int32), message=pl.lit(None, dtype=pl.Utf8),
                                         silent=pl.lit(True))
     rows = pl.concat([lines, silent], how="vertical_relaxed")
+    rows = rows.filter(~ctx.phase.benign_teardown(rows))
     if rows.is_empty():
         return []
     rows = _ordered(rows, pl.col("cls"))

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from ncclscope.align.rankmap import init_rows, world_key
+from ncclscope.align.rankmap import init_rows
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import cite, first_per, make, norm_host, warnings_matching
 from ncclscope.records import Finding, Severity
@@ -115,30 +115,56 @@ def _neighbour_checks(nb: pl.DataFrame, ctx: Context) -> list[Finding]:
 
 @rule("split-world", "error", "Nodes formed separate communicators instead of one job", "config")
 def split_world(ctx: Context) -> Iterable[Finding]:
-    """Error when the same global rank (≥2-rank communicators) shows up on two hosts, when ≥2 hosts each
-    report `nNodes 1`, or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`
-    WARN: the launcher started independent jobs (wrong num_nodes/world size, nccl-tests without MPI)."""
+    """Reasons about the communicators that span hosts, not every communicator a framework creates
+    (Megatron/apex build node-local groups of nRanks = GPUs per node inside a larger world). Error when
+    ≥2 hosts print Init lines and no communicator spans two of them (a communicator whose lines say
+    `nNodes 1` spans one node whatever the hosts) (every node formed its own world:
+    wrong num_nodes/world size, nccl-tests without MPI); when one communicator (same commId) has a rank
+    claimed on two hosts; or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`."""
     root = warnings_matching(
         ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
     if ctx.logs.inits.is_empty() and root.is_empty():
         return []
-    inits = init_rows(ctx.logs.inits).filter(pl.col("nranks") >= 2)
-    wkey, _ = world_key(_comms(inits))
-    world = inits.filter(pl.col("comm_key") == wkey) if wkey else inits
-    by_size = inits.filter(pl.col("host") != "").group_by(["nranks", "rank"]).agg(
-        pl.col("host").n_unique().alias("n_hosts"))
-    dup = inits.join(by_size.filter(pl.col("n_hosts") > 1).select("nranks", "rank"), on=["nranks", "rank"])
-    one_node = world.filter((pl.col("nnodes") == 1) & (pl.col("host") != ""))
-    lonely = one_node if one_node["host"].n_unique() > 1 else one_node.clear()
-    rows = cite(first_per(dup, ["host", "rank"]), first_per(lonely, ["host"]), root)
+    inits = init_rows(ctx.logs.inits).filter((pl.col("nranks") >= 2) & (pl.col("host") != ""))
+    shape = _comm_hosts(inits)
+    # NCCL's own `nNodes 1` overrides what the hosts suggest: such lines are separate communicators
+    spanning = shape.filter((pl.col("n_hosts") >= 2) & (pl.col("pairs") == pl.col("ranks_seen"))
+                            & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1)))
+    claimed = shape.filter(pl.col("comm_id").is_not_null() & (pl.col("pairs") > pl.col("ranks_seen")))
+    dup = _claimed_twice(inits.join(claimed.select("comm_key"), on="comm_key"))
+    hosts = inits["host"].n_unique()
+    separate = inits.clear() if spanning.height or hosts < 2 else first_per(inits, ["host", "comm_key"])
+    rows = cite(dup, separate, root)
     if rows.is_empty():
         return []
-    return [make("split-world", "error", "Ranks did not form one communicator: nodes started separate jobs",
+    largest = int(shape["nranks"].max() or 0) if shape.height else 0
+    if separate.height:
+        title = (f"No communicator spans the job: {hosts} hosts each formed their own (largest: {largest} ranks, "
+                 "inferred from the Init lines, all on one host)")
+    elif dup.height:
+        title = "Two processes claim the same rank of one communicator on different hosts"
+    else:
+        title = "NCCL's bootstrap root saw ranks of two different jobs"
+    return [make("split-world", "error", title,
                  "Each node created its own communicator of local size (or two processes claimed the same rank), "
                  "so ranks never meet: the job hangs at init or every node trains alone.",
                  "Give every process a unique global rank and the same world size: check num_nodes/--nnodes, "
                  "srun --ntasks-per-node, MASTER_ADDR/PORT; build nccl-tests with MPI=1 and launch with mpirun.",
-                 rows, ctx)]
+                 rows, ctx, metrics={"hosts": hosts, "largest_comm_nranks": largest,
+                                     "spanning_comms": spanning.height})]
+
+
+def _comm_hosts(inits: pl.DataFrame) -> pl.DataFrame:
+    """Per communicator: size, ranks seen, hosts, and distinct (rank, host) pairs (> ranks: a rank on 2 hosts)."""
+    return inits.group_by("comm_key").agg(
+        pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max(), pl.col("nnodes").max(),
+        pl.col("rank").n_unique().alias("ranks_seen"), pl.col("host").n_unique().alias("n_hosts"),
+        pl.struct("rank", "host").n_unique().alias("pairs"))
+
+
+def _claimed_twice(inits: pl.DataFrame) -> pl.DataFrame:
+    twice = inits.group_by("comm_key", "rank").agg(pl.col("host").n_unique().alias("n")).filter(pl.col("n") > 1)
+    return first_per(inits.join(twice.select("comm_key", "rank"), on=["comm_key", "rank"]), ["host", "rank"])
 
 
 def _comms(inits: pl.DataFrame) -> pl.DataFrame:

@@ -15,7 +15,7 @@ import polars as pl
 from ncclscope import grammar as G
 from ncclscope import schema as S
 from ncclscope.parse import rx
-from ncclscope.parse.families import FAMILIES, HEX_FIELDS
+from ncclscope.parse.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
 
 TABLES: dict[str, S.Schema] = {
     "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
@@ -200,8 +200,14 @@ def to_table(fam: str, df: pl.DataFrame) -> tuple[str, pl.DataFrame]:
               for k, v in spec.const.items()]
     df = _typed(df.with_columns(consts) if consts else df, schema)
     if spec.table == "warnings":
-        df = df.with_columns(pl.col("peer_host").alias("peer"))
+        df = mark_benign(df.with_columns(pl.col("peer_host").alias("peer")))
     return spec.table, S.conform(df, schema)
+
+
+def mark_benign(df: pl.DataFrame) -> pl.DataFrame:
+    """Warnings rows: `benign` also when the message is one of `families.BENIGN_WARNS`."""
+    known = pl.col("message").fill_null("").str.contains(BENIGN_WARN_PATTERN)
+    return df.with_columns((pl.col("benign").fill_null(False) | known).alias("benign"))
 
 
 def typed_fields(df: pl.DataFrame, fam: str) -> pl.DataFrame:
@@ -219,4 +225,4 @@ def warning_rows(df: pl.DataFrame, fam: str | None) -> pl.DataFrame:
         pl.lit(bool(spec and spec.benign)).alias("benign"),
         pl.col("msg").alias("message"),
     )
-    return S.conform(out, S.WARNINGS)
+    return S.conform(mark_benign(out), S.WARNINGS)

@@ -53,11 +53,11 @@ def proc(host: str, pid: int, dev: int | None = None, **extra: Any) -> dict[str,
 
 def run(rule_id: str, lf: LogFrames) -> list[Any]:
     """Findings of one rule over hand-built frames (identity computed as in a real analysis)."""
-    from ncclscope.align import identify
+    from ncclscope.align import identify, job_phase
     from ncclscope.findings import Context, run_rules
 
     ranks, comms = identify(lf)
-    return run_rules(Context(logs=lf, ranks=ranks, comms=comms), only=[rule_id])
+    return run_rules(Context(logs=lf, ranks=ranks, comms=comms, phase=job_phase(lf)), only=[rule_id])
 
 
 def warn(p: dict[str, Any], family: str, message: str, **kw: Any) -> dict[str, Any]:

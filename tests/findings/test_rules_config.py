@@ -120,3 +120,24 @@ def test_net_plugin_on_some_nodes_only() -> None:
     same = logs(network=[{**A, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."},
                          {**B, "kind": "plugin", "detail": "NET/Plugin: Using internal network plugin."}])
     assert run("version-mismatch", same) == []
+
+
+def test_env_changed_between_communicators_in_every_process_is_no_mismatch() -> None:
+    # an application that sets NCCL_COLLNET_ENABLE=0 before its second communicator, on every rank
+    rows = [{**p, "name": "NCCL_COLLNET_ENABLE", "value": v} for v in ("1.", "0.") for p in (A, B)]
+    assert run("env-mismatch", logs(env=rows)) == []
+
+
+def test_env_set_on_some_world_ranks_and_unset_on_others() -> None:
+    inits = [init(A, 0, 2), init(B, 1, 2)]
+    env = [{**A, "name": "NCCL_ALGO", "value": "Ring"}, {**A, "name": "NCCL_DEBUG", "value": "INFO"},
+           {**B, "name": "NCCL_DEBUG", "value": "INFO"}]
+    [f] = run("env-mismatch", logs(inits=inits, env=env))
+    assert f.severity == "error" and f.metrics["name"] == "NCCL_ALGO" and "unset" in str(f.metrics["values"])
+
+
+def test_env_unset_outside_the_world_communicator_is_not_compared() -> None:
+    other = proc("node-c", 300, 0)  # a process of another communicator reads other variables
+    inits = [init(A, 0, 2), init(B, 1, 2), init(other, 0, 1, comm_id="0xother")]
+    env = [{**p, "name": "NCCL_ALGO", "value": "Ring"} for p in (A, B)] + [{**other, "name": "NCCL_DEBUG", "value": "INFO"}]
+    assert run("env-mismatch", logs(inits=inits, env=env)) == []

@@ -102,3 +102,26 @@ def test_init_start_without_complete() -> None:
 def test_init_complete_is_silent() -> None:
     lf = logs(inits=[init(A, 0, 2, phase="start"), init(A, 0, 2), init(B, 1, 2)])
     assert run("init-incomplete", lf) == []
+
+
+def test_node_local_communicators_inside_a_larger_world_are_not_a_split() -> None:
+    # 2 hosts x 2 GPUs: a 4-rank world plus one 2-rank data-parallel group per node (Megatron/apex style)
+    a0, a1, b0, b1 = proc("node-a", 10, 0), proc("node-a", 11, 1), proc("node-b", 20, 0), proc("node-b", 21, 1)
+    world = [init(p, r, 4, comm_id="0xw") for p, r in ((a0, 0), (a1, 1), (b0, 2), (b1, 3))]
+    local = [init(p, r, 2, comm_id=c) for p, r, c in ((a0, 0, "0xa"), (a1, 1, "0xa"), (b0, 0, "0xb"), (b1, 1, "0xb"))]
+    assert run("split-world", logs(inits=world + local)) == []
+
+
+def test_node_local_communicators_without_comm_ids_are_not_a_split() -> None:
+    # NCCL < 2.19 prints no commId: communicators are keyed by size and creation order per process
+    a0, a1, b0, b1 = proc("node-a", 10, 0), proc("node-a", 11, 1), proc("node-b", 20, 0), proc("node-b", 21, 1)
+    world = [init(p, r, 4, comm_id=None) for p, r in ((a0, 0), (a1, 1), (b0, 2), (b1, 3))]
+    local = [init(p, r, 2, comm_id=None, comm_ptr=f"0x{r}ff") for p, r in ((a0, 0), (a1, 1), (b0, 0), (b1, 1))]
+    assert run("split-world", logs(inits=world + local)) == []
+
+
+def test_only_node_local_communicators_on_two_hosts_is_a_split() -> None:
+    a0, a1, b0, b1 = proc("node-a", 10, 0), proc("node-a", 11, 1), proc("node-b", 20, 0), proc("node-b", 21, 1)
+    local = [init(p, r, 2, comm_id=c) for p, r, c in ((a0, 0, "0xa"), (a1, 1, "0xa"), (b0, 0, "0xb"), (b1, 1, "0xb"))]
+    [f] = run("split-world", logs(inits=local))
+    assert "No communicator spans" in f.title and f.metrics["largest_comm_nranks"] == 2
