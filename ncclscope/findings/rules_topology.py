@@ -137,7 +137,7 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     rows = cite(dup, separate, root)
     if rows.is_empty():
         return []
-    largest = int(shape["nranks"].max() or 0) if shape.height else 0
+    largest = int(shape.select(pl.col("nranks").max()).item() or 0) if shape.height else 0
     if separate.height:
         title = (f"No communicator spans the job: {hosts} hosts each formed their own (largest: {largest} ranks, "
                  "inferred from the Init lines, all on one host)")

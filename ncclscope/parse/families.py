@@ -132,22 +132,28 @@ HEX_FIELDS = frozenset({"op_count"})
 VARYING: dict[str, str] = {"coll": "op_count"}
 
 
+@dataclass(frozen=True)
+class Benign:
+    pattern: str  # regex on the message
+    reason: str  # why a healthy run prints it
+
+
 # WARNs (and NOWARN-downgraded INFOs) that healthy runs print, each with why it is harmless. A line is
 # benign when its family is or its message matches one of these; `unexplained-warn` lists them with
 # the reason instead of raising them. Sources: NCCL's transport.cc/net.cc/nvls.cc and the SHARP plugin.
-BENIGN_WARNS: tuple[tuple[str, str], ...] = (
-    (r"SHARP coll init error|Cannot initialize CollNet|CollNet is not supported|CollNet currently only supports",
+BENIGN_WARNS: tuple[Benign, ...] = (
+    Benign(r"SHARP coll init error|Cannot initialize CollNet|CollNet is not supported|CollNet currently only supports",
      "CollNet/SHARP is optional: without a SHARP-capable fabric (or with it unconfigured) NCCL falls back to "
      "its own rings and trees"),
-    (r"NET/Plugin ?: ?(?:dlerror|Plugin load returned|No plugin found|Could not find|Failed to find)",
+    Benign(r"NET/Plugin ?: ?(?:dlerror|Plugin load returned|No plugin found|Could not find|Failed to find)",
      "NCCL looks for an external net plugin first and uses its internal IB/Socket transports when none is "
      "installed"),
-    (r"ibv_open_device|ibv_get_device_list|NET/IB : Unable to open device|Failed to open libibverbs",
+    Benign(r"ibv_open_device|ibv_get_device_list|NET/IB : Unable to open device|Failed to open libibverbs",
      "NCCL probes InfiniBand at init; on a node without usable IB it uses sockets (net-socket-fallback "
      "judges whether that matters for this job)"),
-    (r"NVLS.*(?:not supported|unsupported|not available)|NVLink SHARP.*not (?:supported|available)",
+    Benign(r"NVLS.*(?:not supported|unsupported|not available)|NVLink SHARP.*not (?:supported|available)",
      "NVLS needs NVSwitch systems with multicast support; elsewhere NCCL runs without it"),
-    (r"MSCCL\+\+: Cannot enable MSCCL\+\+",
+    Benign(r"MSCCL\+\+: Cannot enable MSCCL\+\+",
      "RCCL's optional MSCCL++ path is off in this environment; RCCL uses its own algorithms"),
 )
-BENIGN_WARN_PATTERN = "|".join(f"(?:{p})" for p, _ in BENIGN_WARNS)
+BENIGN_WARN_PATTERN = "|".join(f"(?:{b.pattern})" for b in BENIGN_WARNS)
