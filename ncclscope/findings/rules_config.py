@@ -29,15 +29,24 @@ from ncclscope.records import Finding, Severity
 # protocols, buffer sizes or transports, which hangs or corrupts the collective.
 MUST_MATCH = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_IB_DISABLE", "NCCL_NET", "NCCL_COLLNET_ENABLE",
               "NCCL_NVLS_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_CROSS_NIC", "NCCL_NET_PLUGIN"}
+GDR_NETS = r"NET/(?:IB|OFI|AWS|EFA|Libfabric|GIN)"
 PLUGIN_FAIL = (r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
                r"Failed to initialize any NET plugin|Invalid type of PCI bus")
 
 
+OFI_TCP = r"Selected [Pp]rovider is (?:tcp|sockets|udp)\b"
+
+
 def _socket_users(ctx: Context) -> pl.DataFrame:
-    """Lines showing a process moving data over NET/Socket: `Using network Socket` or `via NET/Socket`."""
+    """Lines showing a process moving data over TCP: `Using network Socket` (2.4+; `Using internal Network
+    Socket` before), `via NET/Socket` channels, aws-ofi-nccl on its TCP provider, or `NET/IB : No device
+    found.` in a job that spans nodes (NCCL then has only its socket transport)."""
     net = ctx.logs.network.filter((pl.col("kind") == "using_network") & (pl.col("net") == "Socket"))
     conn = ctx.logs.connections.filter((transport() == "NET") & (pl.col("net") == "Socket"))
-    return norm_host(cite(first_per(net, PROC), first_per(conn, PROC)))
+    ofi = ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(OFI_TCP))
+    no_ib = ctx.logs.network.filter(pl.col("kind") == "ib_no_device")
+    no_ib = no_ib if job_shape(ctx).multi_node else no_ib.clear()
+    return norm_host(cite(first_per(net, PROC), first_per(conn, PROC), first_per(ofi, PROC), first_per(no_ib, PROC)))
 
 
 def _ib_users(ctx: Context) -> pl.DataFrame:
@@ -107,9 +116,13 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
 def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : GPU Direct RDMA Disabled for HCA …` (an INFO line), NET/IB channels without `/GDRDMA`,
     or `Connected all rings, use ring PXN x GDR 0`. Warning: GPUDirect RDMA off costs much of the
-    inter-node bandwidth (one thread: ~180 → ~10 GB/s)."""
-    off = ctx.logs.network.filter(pl.col("kind") == "gdr_disabled")
+    inter-node bandwidth (one thread: ~180 → ~10 GB/s). Only on RDMA networks (NET/IB, IBext, RoCE, OFI/EFA)
+    and only when inter-node traffic exists: a single-node run or a socket NIC has no GDR to lose."""
     conn = ctx.logs.connections.filter((transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    if conn.is_empty() and job_shape(ctx).multi_node is not True:
+        return []  # no inter-node traffic in the evidence: GDR does not apply
+    # `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'` is a socket NIC: GDR is an RDMA feature
+    off = ctx.logs.network.filter((pl.col("kind") == "gdr_disabled") & pl.col("text").fill_null("").str.contains(GDR_NETS))
     plain = conn.filter(~pl.col("gdr").fill_null(False))
     gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0)
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():

@@ -13,7 +13,7 @@ import polars as pl
 from ncclscope.align.hang_classify import HangVerdict, ev, fmt_ranks
 from ncclscope.align.hang_verdict import HangReport, analyze_hang
 from ncclscope.findings.registry import Context, rule
-from ncclscope.records import Finding
+from ncclscope.records import Evidence, Finding
 
 _MEMO = "_hang_report"
 
@@ -100,11 +100,17 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
     collective is stuck, a log that ends mid-line (no final newline) is reported as a warning: the
     writer was killed mid-write."""
     rep = hang_report(ctx)
+    causes = {int(c["rank"]): c for c in rep.causes.filter(~pl.col("echo")).iter_rows(named=True)}
     for r, e in rep.exited:
+        cause = causes.get(r)
+        if cause is not None and (cause["path"], cause["line"]) == (e.path, e.line):
+            yield _exited_by_exception(r, e, cause, rep)
+            continue
         how = ("torchrun reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
                if e.text.startswith("torchrun: ") and "failed with " in e.text else "its log ends with a crash")
         yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: {how}",
-                      why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e,), metrics={"rank": r})
+                      why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e, *_echo_evidence(rep, 4)),
+                      metrics={"rank": r, **_echo_metrics(rep)})
     ends = rep.ends if rep.ends is not None else pl.DataFrame()
     if ends.height and rep.verdicts:  # pasted excerpts often lack a final newline: only say so in a hang
         for row in ends.filter(pl.col("mid_line")).iter_rows(named=True):
@@ -115,6 +121,39 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
                           ranks=(row["rank"],) if row["rank"] is not None else (),
                           evidence=(ev(row["path"], row["last_line"], row["last_text"]),),
                           metrics={"rank": row["rank"], "path": row["path"]})
+
+
+_VIA = {"spawn": "torch.multiprocessing.spawn reported it", "torchrun_table": "torchrun's failure report holds it",
+        "traceback": "its traceback ends the rank's log", "line": "the rank's log ends with it"}
+
+
+def _exited_by_exception(r: int, e: Evidence, cause: dict[str, object], rep: HangReport) -> Finding:
+    """Rank r raised a fatal exception (OOM, CUDA error, …): name it, cite it, list the others' echoes."""
+    exc, msg = str(cause["exc_type"]), str(cause["message"] or "")
+    short = msg if len(msg) <= 140 else msg[:137] + "..."
+    extra = [ev(cause["path"], cause["link_line"], cause["link_text"])] if cause["link_line"] is not None else []
+    extra += [ev(cause["path"], cause["block_line"], cause["block_text"])] if cause["block_line"] is not None else []
+    own = rep.exits.filter((pl.col("rank") == r) & (pl.col("line") != cause["line"])).head(1)
+    extra += [ev(p, ln, tx) for p, ln, tx in own.select("path", "line", "text").iter_rows()]
+    evidence = (e, *extra, *_echo_evidence(rep, 6))
+    local = f" (spawn process {cause['local_rank']})" if cause["local_rank"] is not None else ""
+    return Finding(id="rank-exited", severity="error", title=f"Rank {r}{local} exited: {exc}: {short}".rstrip(": "),
+                   why=WHY["d"] + f" The rank raised {exc} ({_VIA.get(str(cause['via']), '')}).",
+                   fix=FIX["d"], ranks=(r,), evidence=evidence,
+                   metrics={"rank": r, "cause": cause["cause"], "exc_type": exc, "message": msg[:500],
+                            "local_rank": cause["local_rank"], "via": cause["via"], **_echo_metrics(rep)})
+
+
+def _echo_evidence(rep: HangReport, n: int) -> tuple[Evidence, ...]:
+    return tuple(ev(p, ln, tx) for p, ln, tx in rep.echoes.select("path", "line", "text").head(n).iter_rows())
+
+
+def _echo_metrics(rep: HangReport) -> dict[str, object]:
+    """The other ranks' reactions (timeouts, lost peers, the launcher's SIGTERMs): echoes, not causes."""
+    e = rep.echoes
+    return {"echo_ranks": sorted(set(e["rank"].drop_nulls().to_list())),
+            "echoes": [{"rank": r, "what": w, "at": f"{p}:{ln}"} for r, w, p, ln in
+                       e.select("rank", "what", "path", "line").head(12).iter_rows()]}
 
 
 @rule("watchdog-timeout", "error", "The PyTorch watchdog timed out a collective", "hang")

@@ -100,14 +100,25 @@ def _subnet(addr: pl.Expr) -> pl.Expr:
 @rule("iface-mismatch", "error", "Nodes use different interfaces or subnets", "config")
 def iface_mismatch(ctx: Context) -> Iterable[Finding]:
     """Compares each host's first Bootstrap (else NET/Socket) interface across hosts. Different
-    interface names: warning (often an NCCL_SOCKET_IFNAME that fits some nodes only). Same names but
+    interface names: warning (often an NCCL_SOCKET_IFNAME that fits some nodes only), info when all the
+    addresses share one IPv4 /24 (the names differ, the network does not). Same names but
     different IPv4 /24 subnets: info (fine when routed). A WARN 'No interface found in the same subnet'
     or 'No usable listening interface found': error."""
     out: list[Finding] = []
     rows = norm_host(_iface_rows(ctx)).filter(pl.col("host") != "")
     first = rows.sort(["line", "index"], nulls_last=True).unique("host", keep="first", maintain_order=True)
     first = first.with_columns(subnet=_subnet(pl.col("address").fill_null("")))
-    if first["iface"].drop_nulls().n_unique() > 1:
+    if first["iface"].drop_nulls().n_unique() > 1 and first["subnet"].drop_nulls().n_unique() <= 1 \
+            and first["subnet"].null_count() == 0:
+        out.append(make("iface-mismatch", "info",
+                        "Hosts name their NICs differently but bootstrap on one subnet: "
+                        + ", ".join(sorted(set(first["iface"].drop_nulls().to_list()))),
+                        "Node types often name the same network differently; the addresses share one /24, so the "
+                        "ranks reach each other.",
+                        "Nothing to do unless connections fail; then pin NCCL_SOCKET_IFNAME to a prefix or list that "
+                        "names this network on every node type.",
+                        first, ctx))
+    elif first["iface"].drop_nulls().n_unique() > 1:
         out.append(make("iface-mismatch", "warning",
                         "Hosts bootstrap over differently named interfaces: "
                         + ", ".join(sorted(set(first["iface"].drop_nulls().to_list()))),

@@ -39,8 +39,9 @@ def _us(v: float) -> str:
 
 @rule("straggler", "warning", "A rank arrives late at collectives and the others wait for it", group="traces")
 def straggler(ctx: Context) -> Iterable[Finding]:
-    """Persistent: one rank is the last to arrive (kernel start, clock-corrected) in >= 50% of the
-    complete collectives it is in, each time holding the group up by >= 50 µs after the second-last
+    """Persistent: one rank is the last to arrive (kernel start, gloo: its `c10d::<op>` call;
+    clock-corrected) in >= 50% of the complete collectives it is in (those with a known transfer
+    time), each time holding the group up by >= 50 µs after the second-last
     *and* by >= 2× the collective's transfer time (median end − last arrival: its duration without
     waiting); its median lateness (its arrival minus the median arrival of the others) is >= 50 µs and
     >= 2× the median transfer time of its collectives. Rotating: no such rank, yet >= 50% of the

@@ -17,9 +17,13 @@ def straggler_stats(per_rank: pl.DataFrame, colls: pl.DataFrame, min_delay_us: f
     """Per rank over complete, consistent collectives: n, late, late_share, median_lateness_us,
     transfer_us (median transfer time of its collectives), relative_lateness (median lateness over
     that), wait_caused_us. A collective is held up by its last rank ("late") when that rank came
-    >= `min_delay_us` and >= `rel_delay` × the collective's transfer time after the second-last."""
-    ok = (colls.filter(pl.col("complete") & pl.col("consistent") & (pl.col("n_ranks") >= 2))
-          .select("coll_id", "n_ranks", pl.col("transfer_us").clip(lower_bound=0.0).fill_null(0.0).alias("_xfer")))
+    >= `min_delay_us` and >= `rel_delay` × the collective's transfer time after the second-last.
+    Collectives with no transfer time (no rank's end known) are left out."""
+    # Gloo calls whose spans were filtered out have no end: without a transfer time there is nothing
+    # to hold their lateness against, and a zero would flag every jitter.
+    ok = (colls.filter(pl.col("complete") & pl.col("consistent") & (pl.col("n_ranks") >= 2)
+                       & pl.col("transfer_us").is_not_null())
+          .select("coll_id", "n_ranks", pl.col("transfer_us").clip(lower_bound=0.0).alias("_xfer")))
     p = per_rank.join(ok, on="coll_id", how="inner")
     if p.is_empty():
         return pl.DataFrame(), {"n": 0, "held": 0}

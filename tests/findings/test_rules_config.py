@@ -48,7 +48,8 @@ def test_net_plugin_failed_to_initialise() -> None:
 
 
 def test_gdr_disabled_line_and_ib_without_gdrdma() -> None:
-    [f] = run("gdr-disabled", logs(network=[{**A, "kind": "gdr_disabled", "hca": "mlx5_0"}]))
+    ib = {**A, "kind": "gdr_disabled", "hca": "mlx5_0", "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"}
+    [f] = run("gdr-disabled", logs(network=[ib], inits=[init(A, 0, 2), init(B, 1, 2)]))
     assert f.severity == "warning"
     [f] = run("gdr-disabled", logs(connections=[_conn(A, 5, 12, "NET", "IB", False)]))
     assert f.severity == "warning"
@@ -141,3 +142,23 @@ def test_env_unset_outside_the_world_communicator_is_not_compared() -> None:
     inits = [init(A, 0, 2), init(B, 1, 2), init(other, 0, 1, comm_id="0xother")]
     env = [{**p, "name": "NCCL_ALGO", "value": "Ring"} for p in (A, B)] + [{**other, "name": "NCCL_DEBUG", "value": "INFO"}]
     assert run("env-mismatch", logs(inits=inits, env=env)) == []
+
+
+def test_gdr_line_on_sockets_or_without_inter_node_traffic_is_silent() -> None:
+    sock = {**A, "kind": "gdr_disabled", "hca": "eth0", "text": "NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"}
+    assert run("gdr-disabled", logs(network=[sock], inits=[init(A, 0, 2), init(B, 1, 2)])) == []
+    ib = {**A, "kind": "gdr_disabled", "hca": "mlx5_0", "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"}
+    one_node = [init(A, 0, 2), init(proc("node-a", 101, 1), 1, 2)]
+    assert run("gdr-disabled", logs(network=[ib], inits=one_node)) == []
+
+
+def test_socket_fallback_in_old_and_plugin_spellings() -> None:
+    two_nodes = [init(A, 0, 2), init(B, 1, 2)]
+    ofi = {**A, "kind": "plugin", "detail": "NET/OFI Selected Provider is tcp;ofi_rxm (found 1 nics)"}
+    [f] = run("net-socket-fallback", logs(network=[ofi], inits=two_nodes))
+    assert "TCP sockets" in f.title
+    no_ib = {**A, "kind": "ib_no_device", "text": "NET/IB : No device found."}
+    [f] = run("net-socket-fallback", logs(network=[no_ib], inits=two_nodes))
+    assert "TCP sockets" in f.title
+    one_node = [init(A, 0, 2), init(proc("node-a", 101, 1), 1, 2)]
+    assert run("net-socket-fallback", logs(network=[no_ib], inits=one_node)) == []

@@ -79,3 +79,10 @@ def test_no_usable_interface() -> None:
     [f] = run("iface-none", lf)
     assert f.severity == "error"
     assert run("iface-none", logs(warnings=[warn(A, "socket", "Connect to 10.0.0.1<1> failed : Connection refused")])) == []
+
+
+def test_iface_names_differ_on_one_subnet_is_info() -> None:
+    # two node types name the same network differently (a real 2-node Dell run: eno8403 / eno12399)
+    lf = logs(network=[_boot(A, "eno8403", "100.71.151.243"), _boot(B, "eno12399", "100.71.151.66")])
+    [f] = run("iface-mismatch", lf)
+    assert f.severity == "info" and "one subnet" in f.title

@@ -125,3 +125,18 @@ def test_only_node_local_communicators_on_two_hosts_is_a_split() -> None:
     local = [init(p, r, 2, comm_id=c) for p, r, c in ((a0, 0, "0xa"), (a1, 1, "0xa"), (b0, 0, "0xb"), (b1, 1, "0xb"))]
     [f] = run("split-world", logs(inits=local))
     assert "No communicator spans" in f.title and f.metrics["largest_comm_nranks"] == 2
+
+
+def test_init_incomplete_on_a_pasted_excerpt_is_info() -> None:
+    from dataclasses import replace
+
+    from ncclscope.frames import InputInfo
+
+    start = init(A, 0, 2, phase="start", line=5)
+    base = logs(inits=[start], unknown=[{"text": "...", "is_nccl": False, "line": 6}],
+                streams=[{"path": "job.log", "host": "node-a", "pid": 100, "first_line": 1, "last_line": 5}])
+    [f] = run("init-incomplete", replace(base, inputs=(InputInfo("job.log", 6),)))
+    assert f.severity == "info"
+    no_marker = replace(base, inputs=(InputInfo("job.log", 6),), unknown=logs().unknown)
+    [f] = run("init-incomplete", no_marker)
+    assert f.severity == "warning"
