@@ -2,8 +2,10 @@
 
 Keys, best first: (process group, `Seq`) when the args carry it (torch ≥ 2.13); else the k-th
 collective of each process group on each rank (`wait` dropped); else (pre-2024 traces, no group
-info) the k-th NCCL kernel of each CUDA stream. Op, and size where it must agree, are checked.
-Arrival is the kernel start (the rank is ready), corrected for its clock's offset.
+info) the k-th NCCL kernel of each CUDA stream; gloo runs (no kernel, no group in any arg): the k-th
+CPU collective (`c10d::<op>` call, else `gloo:<op>` span), lined up only as far as the ranks agree on
+the op sequence. Op, and size where it must agree, are checked. Arrival is the kernel start (gloo:
+the call), corrected for its clock's offset.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from ncclscope.align.clock import BLOCKING_OPS, apply_offsets, estimate_offsets
 
 # Ops whose message size must be the same on every rank (all-to-all splits may differ).
 _SAME_SIZE_OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
+# Gloo collectives: `c10d::<op>` calls paired with their span, or bare `gloo:<op>` spans.
+_CPU_SOURCES = ("cpu_op", "gloo")
 
 
 @dataclass(frozen=True)
@@ -51,15 +55,38 @@ def bus_factor(op: pl.Expr, n: pl.Expr) -> pl.Expr:
 def _keys(c: pl.DataFrame) -> pl.DataFrame:
     mk = (pl.when(pl.col("seq").is_not_null()).then(pl.lit("seq"))
           .when(pl.col("pg_name").is_not_null()).then(pl.lit("pg-order"))
-          .when(pl.col("source") == "gloo").then(pl.lit("gloo-order"))
+          .when(pl.col("source").is_in(_CPU_SOURCES)).then(pl.lit("gloo-order"))
           .otherwise(pl.lit("stream-order")))
     group = (pl.when(pl.col("pg_name").is_not_null()).then(pl.lit("pg ") + pl.col("pg_name"))
-             .when(pl.col("source") == "gloo").then(pl.lit("gloo"))
+             .when(pl.col("source").is_in(_CPU_SOURCES)).then(pl.lit("gloo"))
              .otherwise(pl.lit("stream ") + pl.col("stream").cast(pl.Utf8)))
     c = c.with_columns(mk.alias("match_key"), group.alias("group"),
                        pl.coalesce("launch_us", "start_us").alias("_order"))
     order = pl.col("_order").rank("ordinal").over("rank", "group").cast(pl.Int64) - 1
     return c.with_columns(pl.when(pl.col("match_key") == "seq").then(pl.col("seq")).otherwise(order).alias("index"))
+
+
+def _common_prefix(c: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """Order-matched gloo collectives up to the first index where the ranks' ops differ.
+
+    Past that point the k-th op of one rank is not the k-th of another (a skipped or extra call, or
+    a trace window cut elsewhere), so the rest of that group is left out, with a note.
+    """
+    order = c.filter(pl.col("match_key") == "gloo-order")
+    bad = (order.group_by("group", "index").agg(pl.col("op").n_unique().alias("_n")).filter(pl.col("_n") > 1)
+           .group_by("group").agg(pl.col("index").min().alias("_cut")))
+    if bad.is_empty():
+        return c, ()
+    c = c.join(bad, on="group", how="left")
+    keep = pl.col("_cut").is_null() | (pl.col("index") < pl.col("_cut"))
+    at = (c.filter(pl.col("index") == pl.col("_cut")).sort("rank")
+          .group_by("group", "_cut", maintain_order=True)
+          .agg((pl.lit("rank ") + pl.col("rank").cast(pl.Utf8) + pl.lit(" ") + pl.col("op").fill_null("?")).str.join(", ").alias("_who")))
+    left = c.filter(~keep).group_by("group").len("_left")
+    notes = tuple(f"{r['group']}: the ranks' op sequences differ at collective #{r['_cut']} ({r['_who']}); only the "
+                  f"first {r['_cut']} are lined up, {r['_left']} op(s) after it are left out"
+                  for r in at.join(left, on="group").sort("group").iter_rows(named=True))
+    return c.filter(keep).drop("_cut"), notes
 
 
 def _median_of_others(pos: pl.Expr, n: pl.Expr) -> pl.Expr:
@@ -132,7 +159,8 @@ def align_traces(traces: object, *, ranks: pl.DataFrame | None = None,
     c = coll.filter((pl.col("op") != "wait") & pl.col("start_us").is_not_null() & ~pl.col("is_p2p").fill_null(False))
     notes = _p2p_note(coll)
     c = _fill_hosts(c, tr, ranks)
-    c = _keys(c)
+    c, cut = _common_prefix(_keys(c))
+    notes += cut
     ids = (c.group_by("group", "index").agg(pl.col("start_us").min().alias("_t")).sort("_t", "group", "index")
            .with_row_index("coll_id").select(pl.col("coll_id").cast(pl.Int64), "group", "index"))
     c = c.join(ids, on=["group", "index"], how="left")

@@ -2,7 +2,8 @@
 
 Each file is decoded by `trace_decode` (msgspec, only the needed fields), its rank resolved
 (`distributedInfo.rank` → `--rank-map` → file name), and its NCCL kernels linked back to the CPU
-op that issued them (by External id from 2024 on, by correlation + time containment before).
+op that issued them (by External id from 2024 on, by correlation + time containment before); gloo
+runs give one collective per `c10d::<op>` call (or `gloo:<op>` span) instead.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def _build(acc: dict[str, list[pl.DataFrame]], ranks: list[pl.DataFrame],
     steps = st.select("path", "rank", pl.col("name").cast(pl.Utf8).str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
                       pl.col("ts").alias("start_us"), (pl.col("ts") + pl.col("dur")).alias("end_us"),
                       pl.col("dur").alias("dur_us"))
-    colls = pl.concat([collectives_of(nccl, launches, ops, steps), gloo_of(ops, steps)], how="diagonal_relaxed")
+    colls = pl.concat([collectives_of(nccl, launches, ops, steps), gloo_of(ops, nccl, steps)], how="diagonal_relaxed")
     era = nccl.group_by("rank").agg(
         pl.when(pl.col("name").cast(pl.Utf8).str.starts_with("ncclDevKernel").any())
         .then(pl.lit("ncclDevKernel")).otherwise(pl.lit("ncclKernel")).alias("kernel_era"))
@@ -182,7 +183,8 @@ def _build(acc: dict[str, list[pl.DataFrame]], ranks: list[pl.DataFrame],
     return TraceFrames(collectives=S.conform(colls, S.TRACE_COLLECTIVES).sort("rank", "start_us"),
                        steps=S.conform(steps, S.TRACE_STEPS), kernels=S.conform(kernels, S.TRACE_KERNELS),
                        ranks=S.conform(rk, S.TRACE_RANKS).sort("rank"),
-                       pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS), notes=_missing_kernel_notes(ops, nccl))
+                       pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS),
+                       notes=_missing_kernel_notes(ops, nccl) + _unpaired_call_notes(colls))
 
 
 def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame) -> tuple[str, ...]:
@@ -196,6 +198,14 @@ def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame) -> tuple[str, .
         (pl.col("n_cpu").cast(pl.Int64) - pl.col("n_gpu").fill_null(0).cast(pl.Int64)).alias("n")).filter(pl.col("n") > 0)
     return tuple(f"{r['path']}: {r['n']} NCCL op(s) on the CPU side have no kernel in the trace (sampled or cut-off "
                  "trace); they are not lined up" for r in gap.sort("path").iter_rows(named=True))
+
+
+def _unpaired_call_notes(colls: pl.DataFrame) -> tuple[str, ...]:
+    """Gloo `c10d::<op>` calls with no `gloo:<op>` span to end them (a filtered or cut-off trace)."""
+    gap = (colls.filter((pl.col("source") == "cpu_op") & pl.col("end_us").is_null())
+           .group_by("path").len("n").sort("path"))
+    return tuple(f"{r['path']}: {r['n']} c10d op(s) have no gloo:* span after them: their completion is unknown, "
+                 "so they line up by arrival only" for r in gap.iter_rows(named=True))
 
 
 def _rank_row(d: DecodedTrace, rank: int, how: str) -> pl.DataFrame:

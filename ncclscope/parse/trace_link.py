@@ -3,7 +3,8 @@
 2024+ traces: the kernel's `External id` is that of its `record_param_comms` (and the kernel often
 carries the metadata itself). Older traces: kernel `correlation` → the `cudaLaunchKernel` with that
 correlation → the `nccl:<op>` annotation enclosing the launch on the same CPU thread, whose
-`Input Dims` / `Input type` are the only size and dtype there are.
+`Input Dims` / `Input type` are the only size and dtype there are. Gloo runs have no kernel: each
+`c10d::<op>` call is paired with the `gloo:<op>` span that waits for it (`gloo_of`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ def _dtype(e: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 def _dims_nelems(e: pl.Expr) -> pl.Expr:
     # "[[1,25136],[],…]" → 25136: elements of the first tensor argument
-    first = e.str.extract(r"^\[\[([0-9, ]+)\]", 1).str.split(",")
-    return first.list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False).product()).list.first()
+    return _nelems(e.str.extract(r"^\[\[([0-9, ]+)\]", 1))
+
+
+def _nelems(shape: pl.Expr) -> pl.Expr:
+    """"1, 25136" (one tensor's dims as text) → 25136; null for no dims."""
+    return shape.str.split(",").list.eval(
+        pl.element().str.strip_chars().cast(pl.Int64, strict=False).product()).list.first()
 
 
 def _int(c: str) -> pl.Expr:
@@ -132,18 +138,87 @@ def collectives_of(nccl: pl.DataFrame, launches: pl.DataFrame, ops: pl.DataFrame
     return _finish(_with_step(out, steps, "launch_us"))
 
 
-def gloo_of(ops: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
-    """CPU collectives of gloo runs: the `gloo:<op>` span is the collective itself (no kernel)."""
+def gloo_of(ops: pl.DataFrame, nccl: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """CPU collectives of gloo runs. A rank whose trace has `c10d::<op>` calls but neither
+    `record_param_comms` nor an NCCL kernel (gloo under torch 2.13): one row per call (`_c10d_rows`).
+    Any other rank (e.g. HTA's gloo trace, `gloo:*` spans only): the `gloo:<op>` span is the collective."""
     g = ops.filter(_txt("name").str.starts_with("gloo:"))
-    if g.is_empty():
+    c = _c10d_calls(ops, nccl)
+    if g.is_empty() and c.is_empty():
         return S.empty(S.TRACE_COLLECTIVES)
+    by_call = pl.col("rank").is_in(c["rank"].unique().implode())
+    out = pl.concat([_gloo_spans(g.filter(~by_call)), _c10d_rows(c, g.filter(by_call))], how="diagonal_relaxed")
+    return _finish(_with_step(out, steps, "launch_us"))
+
+
+def _gloo_spans(g: pl.DataFrame) -> pl.DataFrame:
     dname, dbytes = _dtype(_txt("input_type").str.extract(r'^\["([^"]*)"', 1))
-    out = g.select(
+    return g.select(
         "rank", "path", "host", pl.lit("gloo").alias("source"), _txt("name").alias("event"), norm_op(pl.col("name")).alias("op"),
         dname.alias("dtype"), dbytes.alias("dtype_bytes"), _dims_nelems(_txt("input_dims")).alias("in_nelems"),
         pl.col("ts").alias("launch_us"), pl.col("ts").alias("start_us"),
         (pl.col("ts") + pl.col("dur")).alias("end_us"), pl.col("dur").alias("dur_us"))
-    return _finish(_with_step(out, steps, "launch_us"))
+
+
+def _c10d_calls(ops: pl.DataFrame, nccl: pl.DataFrame) -> pl.DataFrame:
+    """`c10d::<collective>` calls of the ranks with no `record_param_comms` and no NCCL kernel (their
+    collectives come from `collectives_of`; a c10d call there is the same collective again)."""
+    name = _txt("name")
+    other = pl.concat([ops.filter(name == "record_param_comms")["rank"], nccl["rank"]]).unique().implode()
+    calls = ops.filter(name.str.starts_with("c10d::") & ~pl.col("rank").is_in(other))
+    return calls.with_columns(norm_op(name).alias("op")).filter(pl.col("op").is_not_null() & (pl.col("op") != "wait"))
+
+
+def _kind(op: pl.Expr) -> pl.Expr:
+    # send and recv each keep their own order; every other collective shares one.
+    return pl.when(op.is_in(["send", "recv"])).then(op).otherwise(pl.lit("coll"))
+
+
+def _c10d_rows(c: pl.DataFrame, g: pl.DataFrame) -> pl.DataFrame:
+    """One row per c10d call: arrival = the call's start (main thread), end = the end of its `gloo:<op>` span.
+
+    The k-th call of each kind on a rank owns the k-th span of that kind (gloo runs its work queue in
+    order). A pair counts only if the span starts after the call and names the same op (gloo runs
+    `_reduce_scatter_base_` as `gloo:all_reduce`); unpaired calls keep a null end.
+    """
+    c = c.sort("rank", "ts", maintain_order=True).with_columns(_kind(pl.col("op")).alias("_kind")).with_columns(_K)
+    p = c.join(_numbered_spans(g, c), on=["rank", "_kind", "_k"], how="left")
+    same = (pl.col("_gop") == pl.col("op")) | ((pl.col("_gop") == "allreduce") & (pl.col("op") == "reduce_scatter"))
+    ok = same & (pl.col("_gts") >= pl.col("ts"))
+    p = p.with_columns(*(pl.when(ok).then(pl.col(x)).alias(x) for x in ("_gend", "_gdims", "_gtype")))
+    in_call, out_call = _c10d_sizes(_txt("input_dims"), _txt("name"))
+    first_type = r'"([^"]*)"'
+    dname, dbytes = _dtype(pl.coalesce(pl.col("_gtype").str.extract(first_type, 1),
+                                       _txt("input_type").str.extract(first_type, 1)))
+    return p.select(
+        "rank", "path", "host", pl.lit("cpu_op").alias("source"), _txt("name").alias("event"), "op",
+        dname.alias("dtype"), dbytes.alias("dtype_bytes"),
+        pl.coalesce(_dims_nelems(pl.col("_gdims")), in_call).alias("in_nelems"), out_call.alias("out_nelems"),
+        pl.col("ts").alias("launch_us"), pl.col("ts").alias("start_us"), pl.col("_gend").alias("end_us"),
+        (pl.col("_gend") - pl.col("ts")).alias("dur_us"))
+
+
+_K = pl.int_range(pl.len()).over("rank", "_kind").alias("_k")  # k-th of its kind on its rank (rows in time order)
+
+
+def _numbered_spans(g: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """`gloo:<op>` spans numbered like the calls; spans begun before a rank's first call of their kind
+    belong to calls made before the trace window and are dropped."""
+    first = calls.group_by("rank", "_kind").agg(pl.col("ts").min().alias("_first"))
+    return (g.with_columns(norm_op(pl.col("name")).alias("_gop")).with_columns(_kind(pl.col("_gop")).alias("_kind"))
+            .join(first, on=["rank", "_kind"], how="inner").filter(pl.col("ts") >= pl.col("_first"))
+            .sort("rank", "ts", maintain_order=True).with_columns(_K)
+            .select("rank", "_kind", "_k", "_gop", pl.col("ts").alias("_gts"), (pl.col("ts") + pl.col("dur")).alias("_gend"),
+                    _txt("input_dims").alias("_gdims"), _txt("input_type").alias("_gtype")))
+
+
+def _c10d_sizes(dims: pl.Expr, name: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(input, output) elements from a c10d call's `Input Dims`: `[[[4680]], [], …]` for a tensor list
+    (its first tensor), `[[1024], [512], …]` for `(output, input, …)` signatures (`*_base_`)."""
+    first = _nelems(dims.str.extract(r"^\[+([0-9, ]+)\]", 1))
+    second = _nelems(dims.str.extract(r"^\[\[[0-9, ]*\],\s*\[([0-9, ]+)\]", 1))
+    out_first = name.str.ends_with("_base_")
+    return pl.when(out_first).then(second).otherwise(first), pl.when(out_first).then(first)
 
 
 def _finish(df: pl.DataFrame) -> pl.DataFrame:
