@@ -118,3 +118,35 @@ def test_nvls_available_on_some_nodes_only() -> None:
     [f] = run("nvls-failure", lf)
     assert f.severity == "warning" and f.hosts == ("node-a", "node-b")
     assert run("nvls-failure", logs(channels=[{**A, "kind": "nvls_unavailable"}, {**B, "kind": "nvls_unavailable"}])) == []
+
+
+def test_unexplained_warn_is_raised_and_claimed_or_benign_warns_are_not() -> None:
+    odd = warn(A, "other", "Weird thing 17 happened on 0x7f00")
+    [f] = run("unexplained-warn", logs(warnings=[odd]))
+    assert f.severity == "warning" and "Weird thing 17" in f.title
+    benign = warn(A, "other", "NET/IB :SHARP coll init error: Cannot create SHArP job(-11)", benign=True)
+    assert run("unexplained-warn", logs(warnings=[benign])) == []
+    [b] = run("benign-warn", logs(warnings=[benign]))
+    assert b.severity == "info" and "SHARP" in b.why
+
+
+def test_a_warn_of_the_shape_a_finding_cites_is_explained() -> None:
+    from ncclscope.align import identify, job_phase
+    from ncclscope.findings import Context, run_rules
+
+    lf = logs(warnings=[warn(A, "socket", "Connect to 10.0.0.2<4000> failed : Connection refused"),
+                        warn(B, "socket", "Connect to 10.0.0.3<4001> failed : Connection refused")])
+    ranks, comms = identify(lf)
+    found = run_rules(Context(logs=lf, ranks=ranks, comms=comms, phase=job_phase(lf)),
+                      only=["connection-failure", "unexplained-warn"])
+    assert [f.id for f in found] == ["connection-failure"]
+
+
+def test_service_thread_closures_after_teardown_are_benign_but_echoes_after_a_failure() -> None:
+    down = {**A, "phase": "destroy_complete", "rank": 0, "nranks": 2, "line": 100}
+    close = warn(A, "proxy", "[Service thread] Accept failed Resource temporarily unavailable", line=101)
+    lf = logs(inits=[down], warnings=[close])
+    assert run("connection-failure", lf) == [] and run("unexplained-warn", lf) == []
+    oom = warn(B, "cuda", "Cuda failure 'out of memory'", line=50)
+    failed = logs(inits=[down], warnings=[oom, close])
+    assert [f.id for f in run("connection-failure", failed)] == ["connection-failure"]
