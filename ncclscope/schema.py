@@ -165,6 +165,7 @@ COLL_SHAPES: Schema = {"shape": pl.Int64, **{k: v for k, v in COLLECTIVES.items(
 TORCH = _with_origin({
     # watchdog_timeout | pg_status | dump_signal | dump_observed | heartbeat_stuck | created_comm
     # | backend_error | last_error | desync | taking_down | terminate | init_options | other
+    # | exception | traceback | spawn (application output, issue 10)
     "kind": pl.Utf8,
     "severity": pl.Utf8,  # c10 letter I/W/E/F
     "rank": pl.Int64,  # rank named in the line ([Rank N] / [PG … Rank N]); else rank_hint
@@ -184,6 +185,9 @@ TORCH = _with_origin({
     "comm_ptr": pl.Utf8,  # created ncclComm_ 0x…
     "nccl_version": pl.Utf8,
     "detail": pl.Utf8,
+    # additive (issue 10): application output
+    "exc_type": pl.Utf8,  # Python exception class in front of the message (`torch.OutOfMemoryError`)
+    "local_rank": pl.Int64,  # process index torch.multiprocessing.spawn names (`-- Process N terminated …`)
 })
 
 UNKNOWN = _with_origin({

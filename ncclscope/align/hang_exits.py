@@ -139,7 +139,7 @@ def gloo_verdict(ctx: Ctx, gloo: pl.DataFrame, known: set[int]) -> HangVerdict |
     Order: a size mismatch (c) names the rank that reported it; a rank that died (d); else ranks that
     timed out waiting are waiters, and the known ranks (`known`: files, launcher report) that did not
     wait are the suspects of (a), with low confidence, when they are at most a quarter of the job."""
-    if gloo.is_empty() and not ctx.died:
+    if gloo.is_empty() and not (ctx.died and ctx.waiters):  # a death nobody waited on is rank-exited's alone
         return None
     waiters = tuple(sorted(ctx.waiters))
     seen = gloo.unique("rank", keep="first", maintain_order=True).head(6)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import polars as pl
 
 from ncclscope.align import hang as H
+from ncclscope.align import hang_app as A
 from ncclscope.align import hang_exits as X
 from ncclscope.align.hang_classify import Ctx, HangVerdict, classify_group, ev
 from ncclscope.align.hang_sources import coll_verdicts, desync_verdicts, ras_verdicts
@@ -34,6 +35,9 @@ class HangReport:
     ends: pl.DataFrame | None = None  # per (file, rank): last line, crashed, ends mid-line
     facts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.RANK_FACTS))  # per (comm, rank)
     exited: tuple[tuple[int, Evidence], ...] = ()  # ranks whose log ends with a crash (not a consequence)
+    causes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=A.CAUSES))  # per rank: its fatal exception
+    echoes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=A.ECHOES))  # the others' reactions to it
+    exits: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=X.EXITS))  # torchrun's per-rank failure records
 
     @property
     def mismatches(self) -> tuple[HangVerdict, ...]:
@@ -45,13 +49,16 @@ def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
     torch = X.with_file_rank(H.torch_rows(logs), franks)
     progress = pl.concat([H.torch_progress(logs), H.flight_progress(flight)], how="vertical_relaxed")
     ends = X.rank_ends(logs, franks)
-    ctx = _context(logs, torch, progress, ends, flight)
+    exits = X.launcher_exits(torch)
+    failed = set(exits.filter(pl.col("exit_code").fill_null(0) != 0)["rank"].drop_nulls().to_list())
+    causes = A.app_causes(logs, franks, ends, failed)
+    ctx = _context(logs, torch, progress, ends, flight, causes)
     verdicts: list[HangVerdict] = desync_verdicts(torch)
     for (key, src), rows in progress.group_by("group", "source", maintain_order=True):
         verdicts.append(classify_group(str(key), str(src), rows, ctx))
     gloo = X.gloo_facts(torch)
     if not verdicts:
-        known = set(franks["frank"].to_list()) | set(X.launcher_exits(torch)["rank"].drop_nulls().to_list()) | ctx.waiters
+        known = set(franks["frank"].to_list()) | set(exits["rank"].drop_nulls().to_list()) | ctx.waiters
         v = X.gloo_verdict(ctx, gloo, known)
         verdicts.extend([v] if v is not None else [])
     verdicts.extend(ras_verdicts(torch))
@@ -61,7 +68,8 @@ def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
     verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
     verdicts = [_with_last_activity(v, ends) for v in _dedupe(verdicts)]
     return HangReport(verdicts=tuple(verdicts), progress=progress, coll=coll, ends=ends, facts=H.rank_facts(logs, coll),
-                      timeouts=torch.filter(pl.col("kind").is_in(_TIMEOUTS)), exited=tuple(sorted(ctx.died.items())))
+                      timeouts=torch.filter(pl.col("kind").is_in(_TIMEOUTS)), exited=tuple(sorted(ctx.died.items())),
+                      causes=causes, echoes=A.echo_lines(torch, causes, set(ctx.died)), exits=exits)
 
 
 def _timeout_anywhere(torch: pl.DataFrame) -> bool:
@@ -69,16 +77,19 @@ def _timeout_anywhere(torch: pl.DataFrame) -> bool:
 
 
 def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends: pl.DataFrame,
-             flight: object) -> Ctx:
+             flight: object, causes: pl.DataFrame) -> Ctx:
     w = logs.warnings.filter(pl.col("family").is_in(NET_FAMILIES) & ~pl.col("benign").fill_null(False))
     remote = pl.concat([torch.filter((pl.col("kind") == "backend_error") & pl.col("detail").str.contains(
         "(?i)remote process exited|ncclRemoteError|unhandled cuda error|ncclUnhandledCudaError")).select(
         "path", "line", "text"), _last_errors(logs, torch)], how="vertical_relaxed").sort("path", "line")
-    waited = set(torch.filter(pl.col("kind").is_in(_WAITED))["grank"].drop_nulls().to_list())
-    died = {int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
-            for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
-            if r["rank"] not in waited}  # a crash after the rank's own watchdog timeout is a consequence
-    waiters = X.waiting_ranks(torch)
+    echoed = set(causes.filter(pl.col("echo"))["rank"].to_list())  # its fatal exception only says a peer went away
+    waited = set(torch.filter(pl.col("kind").is_in(_WAITED))["grank"].drop_nulls().to_list()) | echoed
+    # A rank's own fatal exception first (it names the cause), then a crash-like last line.
+    died = {int(r["rank"]): ev(r["path"], r["line"], r["text"]) for r in causes.filter(~pl.col("echo")).iter_rows(named=True)}
+    died.update({int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
+                 for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
+                 if r["rank"] not in waited and r["rank"] not in died})  # a crash after its own timeout is a consequence
+    waiters = X.waiting_ranks(torch) | echoed
     logged = set(ends["rank"].drop_nulls().to_list())
     died.update({r: e for r, e in X.died_ranks(X.launcher_exits(torch), waiters, logged).items() if r not in died})
     mid = {int(r["rank"]): ev(r["path"], r["last_line"], r["last_text"])

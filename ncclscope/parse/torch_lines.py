@@ -27,6 +27,8 @@ _ANCHOR = re.compile(
     r"NCCL|nccl[A-Z]|[Ww]atchdog|\[(?:PG|Rank) |Rank \d|ranks|dump|Last error|collective|#\d|\] (?:started|finished) "
     r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
     r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
+    r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
+    r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)"
 )
 _RANK_WRAPPER = re.compile(r"^\[rank\d+\]:\s?")
 _MAX_LINE = 20_000
@@ -43,7 +45,7 @@ def grammar_text(name: str = "torch.lark") -> str:
 @cache
 def parser() -> Lark:
     """The torch-line parser, built once per process (LALR with the contextual lexer)."""
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False)
+    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, start=["start", "exc_only"])
 
 
 @cache
@@ -65,12 +67,25 @@ def match(message: str) -> Row | None:
     """TORCH columns for a PyTorch/RAS line, or None when the grammar does not accept it."""
     if len(message) > _MAX_LINE or not _ANCHOR.search(message):
         return None
+    text = _prepare(message)
     try:
-        tree = parser().parse(_prepare(message))
+        tree = parser().parse(text, start="start")
     except LarkError:
-        return None
+        try:  # an exception line of no known family: `torch.OutOfMemoryError: CUDA out of memory. …`
+            tree = parser().parse(text, start="exc_only")
+        except LarkError:
+            return None
     body: Row = _ToRow().transform(tree)
     return {c: body.get(c) for c in COLUMNS}
+
+
+_LEVEL = re.compile(r"\b(ERROR|WARNING|INFO|DEBUG|CRITICAL)\b")
+
+
+def _exc_name(items: list[Any]) -> str | None:
+    """`torch.OutOfMemoryError` from an EXC_PREFIX (`…:`) or EXC_BARE token among a rule's items."""
+    tok = next((i for i in items if isinstance(i, Token) and i.type in ("EXC_PREFIX", "EXC_BARE")), None)
+    return str(tok).strip().rstrip(":") if tok is not None else None
 
 
 def _int(tok: Any) -> int:
@@ -118,10 +133,24 @@ class _ToRow(Transformer[Token, Row]):
                     out[k] = t[k]
         if header:
             out["severity"] = header[0]["severity"]
+        exc = _exc_name(items)
+        if exc is not None:  # the last line of a traceback, whatever family its message belongs to
+            out["exc_type"] = exc
         return out
 
+    def exc_only(self, items: list[Any]) -> Row:
+        row: Row = {"kind": "exception", "exc_type": _exc_name(items), "detail": _rest(items) or ""}
+        return self.start([*items, row])
+
     def header(self, items: list[Any]) -> Row:
-        return {"severity": str(items[0]).lstrip("[")[0]}
+        tok = items[0]
+        if isinstance(tok, Token) and tok.type == "ELASTIC_LOG":
+            level = _LEVEL.search(str(tok))
+            return {"severity": level.group(1)[0] if level else None}
+        return {"severity": str(tok).lstrip("[")[0]}
+
+    def lead_rank(self, items: list[Any]) -> Row:
+        return {"_tag": True, "rank": _int(next(i for i in items if isinstance(i, Token) and i.type == "INT"))}
 
     def tag_rank(self, items: list[Any]) -> Row:
         return {"_tag": True, "rank": _int(items[0])}
@@ -411,6 +440,33 @@ class _ToRow(Transformer[Token, Row]):
         code, pid = (_int(i) for i in items if isinstance(i, Token) and i.type in ("SINT", "INT"))
         sig = next((str(i) for i in items if isinstance(i, Token) and i.type == "SIGNAME"), None)
         return {"kind": "launcher", "detail": f"exitcode {code} pid {pid}" + (f" signal {sig}" if sig else "")}
+
+    def tr_traceback_py(self, items: list[Any]) -> Row:
+        return {"kind": "traceback", "detail": "table"}
+
+    def tr_traceback_signal(self, items: list[Any]) -> Row:
+        sig = next(str(i) for i in items if isinstance(i, Token) and i.type == "SIGNAME")
+        pid = [i for i in items if isinstance(i, Token) and i.type == "INT"][-1]
+        return {"kind": "launcher", "detail": f"traceback signal {sig} pid {_int(pid)}"}
+
+    # --- application output: tracebacks and spawn's report (kind traceback / spawn) ----------
+    def tb_start(self, items: list[Any]) -> Row:
+        return {"kind": "traceback", "detail": "start"}
+
+    def tb_chain(self, items: list[Any]) -> Row:
+        return {"kind": "traceback", "detail": "chained"}
+
+    def spawn_failed(self, items: list[Any]) -> Row:
+        return {"kind": "spawn", "detail": "process_error", "local_rank": _int(items[0])}
+
+    def spawn_signal(self, items: list[Any]) -> Row:
+        return {"kind": "spawn", "detail": f"exited signal {items[1]}", "local_rank": _int(items[0])}
+
+    def spawn_code(self, items: list[Any]) -> Row:
+        return {"kind": "spawn", "detail": f"exited exitcode {_int(items[1])}", "local_rank": _int(items[0])}
+
+    def spawn_sent(self, items: list[Any]) -> Row:
+        return {"kind": "spawn", "detail": f"sent {items[1]} pid {_int(items[0])}"}
 
     def misc_gil(self, items: list[Any]) -> Row:
         return {"kind": "other", "detail": "gil_hang"}

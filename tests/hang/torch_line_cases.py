@@ -214,12 +214,50 @@ CASES: list[tuple[str, dict[str, object]]] = [
     ("  host      : node-17.cluster", {"kind": "launcher", "detail": "host node-17.cluster"}),
     ("  exitcode  : -9 (pid: 26749)  (SIGKILL)", {"kind": "launcher", "detail": "exitcode -9 pid 26749 signal SIGKILL"}),
     ("  exitcode  : 143 (pid: 2911) ", {"kind": "launcher", "detail": "exitcode 143 pid 2911"}),
+    ("  traceback : Signal 9 (SIGKILL) received by PID 3274", {"kind": "launcher", "detail": "traceback signal SIGKILL pid 3274"}),
+    ("  traceback : Traceback (most recent call last):", {"kind": "traceback", "detail": "table"}),
+    # torch <= 2.1: the agent logged through Python logging
+    (("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2410412) of "
+      "binary: /opt/conda/bin/python"), {"kind": "launcher", "severity": "E", "detail": "failed exitcode -9 local_rank 0 pid 2410412"}),
+    ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2410413 closing signal SIGTERM",
+     {"kind": "launcher", "severity": "W", "detail": "sent SIGTERM pid 2410413"}),
+    (("torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 358104) of "
+      "binary: /usr/bin/python3"), {"kind": "launcher", "severity": "E", "detail": "failed exitcode 1 local_rank 0 pid 358104"}),
+    # application output (issue 10): tracebacks, their last line, torch.multiprocessing.spawn's report
+    ("Traceback (most recent call last):", {"kind": "traceback", "detail": "start"}),
+    ("Scheduler hit an exception: Traceback (most recent call last):", {"kind": "traceback", "detail": "start"}),
+    ("During handling of the above exception, another exception occurred:", {"kind": "traceback", "detail": "chained"}),
+    (("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB "
+      "of which 1.02 GiB is free."), {"kind": "exception", "exc_type": "torch.OutOfMemoryError", "rank": None}),
+    ("[rank3]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB.",
+     {"kind": "exception", "exc_type": "torch.cuda.OutOfMemoryError"}),
+    ("Rank 5: RuntimeError: CUDA error: an illegal memory access was encountered",
+     {"kind": "exception", "exc_type": "RuntimeError", "rank": 5, "detail": "CUDA error: an illegal memory access was encountered"}),
+    ("[rank 6] RuntimeError: CUDA error: device-side assert triggered", {"kind": "exception", "rank": 6}),
+    (("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+      "unhandled system error, NCCL version 2.18.6"),
+     {"kind": "backend_error", "exc_type": "torch.distributed.DistBackendError", "detail": "unhandled system error"}),
+    ("RuntimeError: [x.cc:1] something else went wrong", {"kind": "exception", "exc_type": "RuntimeError"}),
+    ("KeyboardInterrupt", {"kind": "exception", "exc_type": "KeyboardInterrupt"}),
+    ("SystemExit: 1", {"kind": "exception", "exc_type": "SystemExit", "detail": "1"}),
+    ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+     {"kind": "exception", "exc_type": "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"}),
+    ("-- Process 1 terminated with the following error:", {"kind": "spawn", "detail": "process_error", "local_rank": 1}),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
+     {"kind": "spawn", "detail": "exited signal SIGKILL", "local_rank": 0}),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with exit code 1",
+     {"kind": "spawn", "detail": "exited exitcode 1", "local_rank": 3}),
+    ("W1123 00:08:56.994000 10266 torch/multiprocessing/spawn.py:165] Terminating process 10304 via signal SIGTERM",
+     {"kind": "spawn", "detail": "sent SIGTERM pid 10304"}),
 ]
 
 # Lines that must NOT be taken for torch lines.
 NOT_TORCH: list[str] = [
     "NCCL version 2.14.3+cuda11.7",
-    "Traceback (most recent call last):",
+    "    raise RuntimeError(\"boom\")",
+    "UserWarning: the default will change",
+    "NET/OFI Request 0x7fcd completed with error. RC: 113. Error: 2 (UNDELIVERABLE).",
+    "rank 2 step 3",
     "  File \"train.py\", line 10, in <module>",
     "Epoch 3: 100%|██████| 300/300 [07:24<00:00, loss=2.29]",
     "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8",
@@ -228,7 +266,6 @@ NOT_TORCH: list[str] = [
     "[E something] unrelated",
     "the collective was slow today",
     "  time      : 2026-11-21_22:24:51",
-    "  traceback : Signal 9 (SIGKILL) received by PID 3274",
-    "RuntimeError: [x.cc:1] something else went wrong",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
     "the rank : 3 of them failed",
 ]
