@@ -1,10 +1,134 @@
-"""grammars/catalog/README.md, generated from the catalog."""
+"""grammars/catalog/README.md, generated from the catalog by tools/catalog/extract.py."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+INTRO = """\
+# NCCL message catalog (generated)
+
+`nccl_messages.json` lists every log message format that NCCL (and its fork RCCL, and the
+aws-ofi-nccl and nccl-rdma-sharp-plugins network plugins) can print through its debug logger, taken
+from the projects' own sources at every release listed below. `grammars/nccl_catalog.lark` is
+compiled from it (one `km_<id>` rule per recognisable format). Both are generated: do not edit.
+
+Regenerate (a minute or so, from the bare git mirrors under /work/.mirror):
+
+    .venv/bin/python tools/catalog/extract.py --out grammars/catalog/nccl_messages.json
+    .venv/bin/python tools/catalog/compile_grammar.py --check
+
+## What is extracted
+
+* Every `WARN(fmt, ...)`, `INFO(flags, fmt, ...)`, `TRACE(flags, fmt, ...)`, `VERSION(fmt, ...)`,
+  `TRACE_CALL(fmt, ...)` call, and aws-ofi-nccl's `(*ofi_log_function)(level, flags, func, line, fmt, ...)`,
+  in every .cc/.h/.cu/.cpp/.c/.hpp/.in file under the source dirs (`src/`; plugins: `src/`, `include/`).
+  Comments and `#if 0` blocks are ignored; adjacent literals are joined; `PRIu64`-style macros are expanded
+  as glibc LP64 does (`PRIu64` -> `lu`, `PRIx32` -> `x`); escapes are decoded (`format` holds real
+  characters, `\\n` is a newline); `c ? "a" : "b"` gives both formats.
+* Wrapper macros are read from their `#define`s at each release (any macro whose body reaches a log call:
+  `SYSCHECK*`, `CUDACHECK*`, `CUCHECK*`, `NCCLCHECK*`, `NVMLCHECK`, `PTHREADCHECK`, `EQCHECK`, `INFO_LOC`,
+  `NCCL_OFI_WARN/INFO/TRACE`, ...). A format that does not depend on the macro's arguments (the
+  `"%s:%d -> %d"` trail, `"Cuda failure '%s'"`) is listed once, at the definition; one that does
+  (`"Call to " name " failed : %s"`) is expanded at every invocation with the actual argument (`wrapper`
+  is the outermost macro, `wrappers` all of them).
+* Formats that are not literals are kept with `"format": null`, the source `expr` and a `reason`.
+
+## Fields
+
+`id` (`m` + first 8 hex of sha1(level NUL format); for a null format, of `"expr:" + expr`), `level`
+(INFO/WARN/TRACE/VERSION/CALL), `subsys` (flag names without `NCCL_`; WARN -> `["ALL"]`), `format`,
+`recognisable` (+ `unrecognisable_reason`), `sources`, `wrapper`/`wrappers`, `releases` (per repo: runs over
+`sources[repo].tags`; `A..B` means every tag from A to B in that order, so the list is exact), `sites`
+(per repo and file: `line` at the `last` release, `first_line` at the `first` release).
+`prefixes` holds, per NCCL/RCCL release, the prefix literals found in the logger (`literals`, with file
+and line) and a normalised `descriptor`.
+
+A format is *recognisable* (gets a grammar rule) when the first line of it, trailing whitespace
+stripped, has at least 4 literal non-space characters. Only the first line of a multi-line format is
+matched (a format starting with a newline therefore gets no rule).
+"""
+
+
+def _table(rows: list[list[str]], head: list[str]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _expand(tags: list[str], runs: list[str]) -> set[str]:
+    have: set[str] = set()
+    for r in runs:
+        a, _, b = r.partition("..")
+        i, j = tags.index(a), tags.index(b or a)
+        have.update(tags[i:j + 1])
+    return have
+
+
+def per_release(doc: dict[str, Any], repo: str) -> list[list[str]]:
+    tags = doc["sources"][repo]["tags"]
+    counts: dict[str, Counter[str]] = {t: Counter() for t in tags}
+    for m in doc["messages"]:
+        if repo not in m["releases"] or m["format"] is None:
+            continue
+        for t in _expand(tags, m["releases"][repo]):
+            counts[t][m["level"]] += 1
+            counts[t]["total"] += 1
+            counts[t]["rec"] += m["recognisable"]
+    return [[t, str(c["INFO"]), str(c["WARN"]), str(c["TRACE"] + c["CALL"] + c["VERSION"]), str(c["total"]),
+             str(c["rec"])] for t, c in counts.items()]
+
+
+def _sources(doc: dict[str, Any]) -> list[str]:
+    out = ["## Sources, licences and exact releases", ""]
+    for repo, src in doc["sources"].items():
+        lic = doc["licenses"].get(src["github"], {})
+        out.append(f"### {src['github']} (`{repo}`; dirs {', '.join(src['dirs'])})")
+        out.append("")
+        for tag, info in lic.items():
+            out.append(f"* Licence at `{tag}` ({info['file']}): **{info['license']}**; "
+                       + "; ".join(info["copyright"]))
+        out.append("* The catalog holds format strings derived from this project's sources, with this attribution.")
+        out.append("")
+        out.append(", ".join(f"`{t}` {c[:12]}" for t, c in src["commit_per_tag"].items()))
+        out.append("")
+    return out
+
+
+def _counts(doc: dict[str, Any]) -> list[str]:
+    msgs = doc["messages"]
+    lit = [m for m in msgs if m["format"] is not None]
+    out = ["## Counts", "", (f"{len(msgs)} entries: {len(lit)} distinct literal formats, "
+           f"{len(msgs) - len(lit)} non-literal; {sum(m['recognisable'] for m in msgs)} recognisable."), ""]
+    lv = Counter(m["level"] for m in lit)
+    out += _table([[k, str(v)] for k, v in sorted(lv.items())], ["level", "formats"]) + [""]
+    src = Counter(r for m in lit for r in m["sources"])
+    out += _table([[k, str(v)] for k, v in src.items()], ["source", "formats"]) + [""]
+    why = Counter(m["reason"] for m in msgs if m["format"] is None)
+    out += ["Non-literal formats (skipped, kept with `format: null`):", ""]
+    out += [f"* {n} x {r}, e.g. `{next(m['expr'] for m in msgs if m.get('reason') == r)}`" for r, n in
+            sorted(why.items())]
+    unrec = Counter(m["unrecognisable_reason"] for m in lit if not m["recognisable"])
+    out += ["", "Literal formats without a grammar rule:", ""]
+    out += [f"* {n} x {r}" for r, n in sorted(unrec.items())]
+    for repo in doc["sources"]:
+        out += ["", f"### Formats per release: {repo}", ""]
+        out += _table(per_release(doc, repo), ["tag", "INFO", "WARN", "other", "total", "recognisable"])
+    return out
+
+
+def _prefixes(doc: dict[str, Any]) -> list[str]:
+    rows = []
+    for key, p in doc["prefixes"].items():
+        d = p["descriptor"]
+        ts = f"{d['timestamp_format_default']!r} on {d['timestamp_levels_default']}" if d["timestamp"] else "-"
+        rows.append([key, f"`{d['warn']}`", "y" if d["warn_func"] else "", f"`{d['info']}`",
+                     "y" if d["call"] else "", ts])
+    return ["", "## Prefix formats per release", ""] + _table(rows, ["release", "warn", "func", "info", "call",
+                                                                    "timestamp default"])
+
 
 def write_readme(doc: dict[str, Any], path: Path) -> None:
-    path.write_text("TODO\n", encoding="utf-8")
+    lines = [INTRO, *_sources(doc), *_counts(doc), *_prefixes(doc), ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
