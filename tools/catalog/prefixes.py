@@ -10,6 +10,7 @@ from clex import decode_literal, lex
 from gitsrc import Repo
 
 _PREFIX_LIT = re.compile(r"NCCL (?:WARN|INFO|TRACE|CALL)|^%s:%d:%d |^\[%F %T\] $|^\n$")
+_WARN_NL_RE = re.compile(r"level == NCCL_LOG_WARN\)\s*\{?\s*buffer\[len\+\+\] = '\\n'")
 _LEVELS_RE = re.compile(r"TIMESTAMP_LEVELS.{0,300}?\(\s*1u?\s*<<\s*NCCL_LOG_(\w+)\s*\)", re.DOTALL)
 
 
@@ -62,7 +63,8 @@ def prefix_of(repo: Repo, tag: str) -> dict[str, Any]:
     desc = {
         "warn": one("WARN"),
         "warn_func": any("(%s) NCCL WARN" in s for s in warns),
-        "warn_leading_newline": any(s.startswith("\n") for s in warns) or "\n" in lits,
+        "warn_leading_newline": any(s.startswith("\n") for s in warns) or "\n" in lits
+        or bool(_WARN_NL_RE.search(text_all)),
         "info": one("INFO"),
         "trace": one("TRACE"),
         "call": one("CALL"),
