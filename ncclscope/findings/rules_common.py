@@ -112,7 +112,8 @@ class JobShape:
 
 def job_shape(ctx: Context) -> JobShape:
     """Multi-node when ≥2 hosts print NCCL lines, an Init line says nNodes > 1 or nRanks > localRanks,
-    or any channel runs over NET (NCCL uses the network only between nodes unless P2P/SHM are off)."""
+    or any channel runs over NET (NCCL uses the network only between nodes unless P2P/SHM are off); single
+    node when Init lines say nNodes 1 or one host holds every rank of a communicator."""
     logs = ctx.logs
     hosts = tuple(sorted({h for h in ctx.ranks["host"].drop_nulls().to_list() if h}))
     inits = logs.inits
@@ -129,6 +130,9 @@ def job_shape(ctx: Context) -> JobShape:
         return JobShape(hosts, True, "channels run over NET between ranks")
     if isinstance(nnodes, int) and nnodes == 1:
         return JobShape(hosts, False, "Init lines say nNodes 1")
+    whole = ctx.comms.filter(pl.col("nranks").is_not_null() & (pl.col("ranks_seen") >= pl.col("nranks")))
+    if len(hosts) == 1 and whole.height:
+        return JobShape(hosts, False, "every rank of a communicator is on the one host visible")
     return JobShape(hosts, None, "one host visible")
 
 

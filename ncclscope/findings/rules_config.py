@@ -117,10 +117,11 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : GPU Direct RDMA Disabled for HCA …` (an INFO line), NET/IB channels without `/GDRDMA`,
     or `Connected all rings, use ring PXN x GDR 0`. Warning: GPUDirect RDMA off costs much of the
     inter-node bandwidth (one thread: ~180 → ~10 GB/s). Only on RDMA networks (NET/IB, IBext, RoCE, OFI/EFA)
-    and only when inter-node traffic exists: a single-node run or a socket NIC has no GDR to lose."""
+    and only when inter-node traffic may exist (not on a job the evidence shows on one node): a single-node
+    run or a socket NIC has no GDR to lose."""
     conn = ctx.logs.connections.filter((transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
-    if conn.is_empty() and job_shape(ctx).multi_node is not True:
-        return []  # no inter-node traffic in the evidence: GDR does not apply
+    if conn.is_empty() and job_shape(ctx).multi_node is False:
+        return []  # a single-node job: no inter-node traffic, GDR does not apply
     # `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'` is a socket NIC: GDR is an RDMA feature
     off = ctx.logs.network.filter((pl.col("kind") == "gdr_disabled") & pl.col("text").fill_null("").str.contains(GDR_NETS))
     plain = conn.filter(~pl.col("gdr").fill_null(False))

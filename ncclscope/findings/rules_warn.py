@@ -1,7 +1,8 @@
 """Findings stage, WARN accounting: no WARN goes unexplained.
 
 Runs after every other rule (`post`). A WARN line is explained when a finding cites it or a line of the
-same shape (digits, hex and addresses masked), when it is known-benign (`parse.families.BENIGN_WARNS`
+same shape (digits, hex and addresses masked) or of the same grammar family (not `other`: the rule that
+cites one socket/IB/CUDA WARN read them all), when it is known-benign (`parse.families.BENIGN_WARNS`
 and benign families, each with its reason) or when it was printed during a clean teardown (align.phase).
 What is left becomes one `unexplained-warn` finding with its text, so the verdict never reads "no
 problems" over a WARN nobody read.
@@ -28,9 +29,9 @@ FAMILY_REASON = {
 
 
 def shape(col: str = "message") -> pl.Expr:
-    """A message with its variable parts masked, so lines of one kind compare equal."""
-    return (pl.col(col).fill_null("").str.replace_all(r"0x[0-9a-fA-F]+", "0x#")
-            .str.replace_all(r"\d+\.\d+\.\d+\.\d+(?:<\d+>)?", "ip#").str.replace_all(r"\d+", "#"))
+    """A message with its variable parts (numbers, hex words such as GIDs and pointers) masked, so lines
+    of one kind compare equal."""
+    return pl.col(col).fill_null("").str.replace_all(r"0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*", "#")
 
 
 def _warns(ctx: Context) -> pl.DataFrame:
@@ -52,8 +53,10 @@ def unexplained_warn(ctx: Context) -> Iterable[Finding]:
     live = w.filter(~pl.col("benign").fill_null(False) & ~pl.col("teardown"))
     if live.is_empty():
         return []
-    claimed = w.join(_cited(ctx), on=["path", "line"], how="semi")["shape"].unique()
-    left = live.filter(~pl.col("shape").is_in(claimed.implode()))
+    cited = w.join(_cited(ctx), on=["path", "line"], how="semi")
+    read = cited.filter(pl.col("family") != "other")["family"].unique()  # a rule that cites one reads them all
+    left = live.filter(~pl.col("shape").is_in(cited["shape"].unique().implode())
+                       & ~pl.col("family").is_in(read.implode()))
     if left.is_empty():
         return []
     kinds = left.group_by("shape", maintain_order=True).agg(pl.len().alias("n"), pl.col("message").first())
