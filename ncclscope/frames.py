@@ -91,7 +91,7 @@ def in_order(df: pl.DataFrame) -> bool:
 
 
 _TABLES = ("inits", "versions", "env", "network", "rings", "connections", "channels", "warnings", "trail",
-           "collectives", "torch", "unknown", "streams")
+           "collectives", "torch", "known", "unknown", "streams")
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,7 @@ class LogFrames:
     trail: pl.DataFrame = field(default_factory=lambda: _empty(S.TRAIL))
     coll: CollLines = field(default_factory=CollLines)  # the COLL lines; `collectives` is the full frame
     torch: pl.DataFrame = field(default_factory=lambda: _empty(S.TORCH))
+    known: pl.DataFrame = field(default_factory=lambda: _empty(S.KNOWN))  # catalog-named NCCL lines
     unknown: pl.DataFrame = field(default_factory=lambda: _empty(S.UNKNOWN))
     streams: pl.DataFrame = field(default_factory=lambda: _empty(S.STREAMS))
     inputs: tuple[InputInfo, ...] = ()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,9 +20,10 @@ from lark import Lark, Token, Tree
 from lark.load_grammar import _literal_to_pattern, load_grammar
 
 GRAMMAR_FILE = "nccl.lark"
+CATALOG_FILE = "nccl_catalog.lark"  # generated from NCCL's sources by tools/catalog (one rule per format)
 _REPO_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 _META = "()[]{}.*+?|^$\\"
-COMPILER_VERSION = 2  # bump when the regex compiler changes (the on-disk cache is keyed by it)
+COMPILER_VERSION = 4  # bump when the regex compiler changes (the on-disk cache is keyed by it)
 
 
 def grammar_text(name: str = GRAMMAR_FILE) -> str:
@@ -42,10 +44,10 @@ class _Defs:
 
 
 @functools.cache
-def _defs() -> _Defs:
-    g, _ = load_grammar(grammar_text(), GRAMMAR_FILE, [], False)  # type: ignore[no-untyped-call]
-    rules = {str(name): tree for name, _params, tree, _opts in g.rule_defs}
-    terms = {str(name): tree for name, (tree, _prio) in g.term_defs}
+def _defs(name: str = GRAMMAR_FILE) -> _Defs:
+    g, _ = load_grammar(grammar_text(name), name, [], False)  # type: ignore[no-untyped-call]
+    rules = {str(n): tree for n, _params, tree, _opts in g.rule_defs}
+    terms = {str(n): tree for n, (tree, _prio) in g.term_defs}
     return _Defs(rules, terms)
 
 
@@ -169,39 +171,27 @@ def _neighbours(defs: _Defs, rule: str) -> dict[str, list[str]]:
     return out
 
 
-def _cache_path() -> Path:
+def _cache_path(name: str = GRAMMAR_FILE) -> Path:
     import hashlib
     import os
 
-    key = f"{COMPILER_VERSION}\n{grammar_text()}"
+    key = f"{COMPILER_VERSION}\n{name}\n{grammar_text(name)}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "ncclscope" / f"grammar-{digest}.json"
+    return base / "ncclscope" / f"{Path(name).stem}-{digest}.json"
 
 
-@functools.cache
-def _table() -> dict[str, Any]:
-    """Every rule compiled to regex (with and without captures), cached on disk by grammar hash.
-
-    Building it needs Lark's grammar loader (~0.5 s); the cache keeps the CLI's start-up short.
-    """
+def _cached(name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`build()`'s table for grammar `name`, kept on disk by grammar hash (Lark's loader costs 0.5-2 s)."""
     import json
     import uuid
 
-    path = _cache_path()
+    path = _cache_path(name)
     try:
         return dict(json.loads(path.read_text()))
     except (OSError, ValueError):
         pass
-    defs = _defs()
-    fams = _families_from_defs(defs)
-    table: dict[str, Any] = {
-        "families": fams,
-        "rules": sorted(defs.rules),
-        "regex": {f"{n}|{c:d}": _Compiler(defs, c).rule(n) for n in defs.rules if n != "message"
-                  for c in (True, False)},
-        "neighbours": {f: _neighbours(defs, f) for f in fams},
-    }
+    table = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
@@ -210,6 +200,60 @@ def _table() -> dict[str, Any]:
     except OSError:
         pass
     return table
+
+
+def _build_table() -> dict[str, Any]:
+    defs = _defs()
+    fams = _families_from_defs(defs)
+    return {
+        "families": fams,
+        "rules": sorted(defs.rules),
+        "regex": {f"{n}|{c:d}": _Compiler(defs, c).rule(n) for n in defs.rules if n != "message"
+                  for c in (True, False)},
+        "neighbours": {f: _neighbours(defs, f) for f in fams},
+    }
+
+
+@functools.cache
+def _table() -> dict[str, Any]:
+    """Every rule compiled to regex (with and without captures), cached on disk by grammar hash."""
+    return _cached(GRAMMAR_FILE, _build_table)
+
+
+def _leading(defs: _Defs, name: str) -> str:
+    """The literal text a rule starts with (after optional leading terminals), '' when it starts with a value."""
+    items = defs.rules[name].children[0].children
+    out = []
+    for node in items:
+        tok = node.children[0].children[0] if isinstance(node, Tree) and isinstance(node.children[0], Tree) else None
+        if isinstance(tok, Token) and tok.type == "STRING":
+            out.append(str(_literal_to_pattern(tok).value))  # type: ignore[no-untyped-call]
+        elif not out and isinstance(node, Tree) and node.data == "expr" and "LEAD" in str(node.children[0]):
+            continue  # optional leading spaces (`CV_LEAD?`) before the text
+        else:
+            break
+    return "".join(out)
+
+
+def _build_catalog() -> dict[str, Any]:
+    defs = _defs(CATALOG_FILE)
+    order = [str(nt.name) for nt in defs.rules["catalog"].scan_values(lambda v: hasattr(v, "name") and not v.is_term)]
+    return {"rules": order, "regex": {n: _Compiler(defs, False).rule(n) for n in order},
+            "leading": {n: _leading(defs, n) for n in order}, "needle": {n: _needle(defs, n) for n in order}}
+
+
+def _needle(defs: _Defs, name: str) -> str:
+    """The longest literal of a rule: text every line it matches contains."""
+    lits = [str(_literal_to_pattern(t).value) for t in defs.rules[name].scan_values(  # type: ignore[no-untyped-call]
+        lambda v: isinstance(v, Token) and v.type == "STRING")]
+    return max(lits, key=len, default="")
+
+
+@functools.cache
+def catalog_table() -> dict[str, Any]:
+    """The catalog grammar (`nccl_catalog.lark`): its rules in match order (most literal text first), each
+    compiled to a regex without captures, with the literal text it starts with."""
+    return _cached(CATALOG_FILE, _build_catalog)
 
 
 def rule_regex(name: str, *, capture: bool = True) -> str:

@@ -190,6 +190,14 @@ TORCH = _with_origin({
     "local_rank": pl.Int64,  # process index torch.multiprocessing.spawn names (`-- Process N terminated …`)
 })
 
+# NCCL lines no family claims, named by the message catalog (grammars/nccl_catalog.lark).
+KNOWN = _with_origin({
+    "level": pl.Utf8,  # INFO | WARN | TRACE | CALL | VERSION, as the line's prefix says
+    "catalog_id": pl.Utf8,  # the format's id in grammars/catalog/nccl_messages.json
+    "subsys": pl.Utf8,  # the INFO subsystems the source passes, comma-separated (WARN: ALL)
+    "message": pl.Utf8,
+})
+
 UNKNOWN = _with_origin({
     "is_nccl": pl.Boolean,  # it carried an NCCL prefix but the message matched no family
 })

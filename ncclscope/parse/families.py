@@ -151,8 +151,8 @@ BENIGN_WARNS: tuple[Benign, ...] = (
     Benign(r"ibv_open_device|ibv_get_device_list|NET/IB : Unable to open device|Failed to open libibverbs",
      "NCCL probes InfiniBand at init; on a node without usable IB it uses sockets (net-socket-fallback "
      "judges whether that matters for this job)"),
-    Benign(r"NVLS.*(?:not supported|unsupported|not available)|NVLink SHARP.*not (?:supported|available)",
-     "NVLS needs NVSwitch systems with multicast support; elsewhere NCCL runs without it"),
+    Benign(r"Proceeding without NVLS support|NVLS multicast support is not available|Disabling NVLS support",
+     "NVLS needs NVSwitch systems with multicast support; NCCL says it proceeds without it"),
     Benign(r"MSCCL\+\+: Cannot enable MSCCL\+\+",
      "RCCL's optional MSCCL++ path is off in this environment; RCCL uses its own algorithms"),
 )
