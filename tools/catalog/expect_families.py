@@ -14,11 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "catalog")]
 
-from samples import fill  # noqa: E402
-
-from ncclscope import grammar as G  # noqa: E402
-from ncclscope.parse import catalog as C  # noqa: E402
-from ncclscope.parse.fastpath import first_family  # noqa: E402
+from ncclscope import grammar as G
+from ncclscope.parse import catalog as C
+from ncclscope.parse.fastpath import first_family
+from samples import fill
 
 
 def main() -> None:
