@@ -1,9 +1,10 @@
 """Parse stage, NCCL logs: read every input chunk by chunk and fill `LogFrames`.
 
 Per chunk (vectorised in Polars): clean the text, split off NCCL's prefix and launcher wrappers
-(`peel`), match each message against the grammar's families in order (`fastpath`), shape the fields
-into the declared frames (`transform`), offer what is left to the PyTorch line matcher, keep the
-rest as `unknown`. Per-process streams and coverage are accumulated across chunks.
+(`peel`), fold wrapped continuation lines back into their NCCL line (`rejoin`), match each message
+against the grammar's families in order (`fastpath`), shape the fields into the declared frames
+(`transform`), offer what is left to the PyTorch line matcher, keep the rest as `unknown`.
+Per-process streams and coverage are accumulated across chunks.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import polars as pl
 from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames, in_order
-from ncclscope.parse import peel
+from ncclscope.parse import peel, rejoin
+from ncclscope.parse.catalog import split_known
 from ncclscope.parse.fastpath import match_families
 from ncclscope.parse.lane import MAX_TEXT, Lane
 from ncclscope.parse.reader import read_many
@@ -43,6 +45,7 @@ class _Acc:
         self.lane = Lane(prepare)
         self.coll: list[CollLines] = []
         self.pending: list[pl.DataFrame] = []  # raw lines for the general path, taken in batches
+        self.rejoined: dict[str, int] = {}  # wrapped lines folded into the line before, per path
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
@@ -101,16 +104,22 @@ def process_chunk(raw: pl.DataFrame, acc: _Acc) -> None:
     if raw.height:
         acc.pending.append(raw)
     if sum(p.height for p in acc.pending) >= PENDING_LINES:
-        flush(acc)
+        flush(acc, final=False)
 
 
-def flush(acc: _Acc) -> None:
+def flush(acc: _Acc, *, final: bool = True) -> None:
     """Run the general path on the pending lines (one pass: its cost is mostly per call, not per line)."""
     if not acc.pending:
         return
     raw = pl.concat(acc.pending, how="vertical_relaxed")
     acc.pending = []
     df = prepare(raw)
+    cut = df.height if final else rejoin.open_tail(df)  # a wrapped run may go on in the next block
+    if cut < df.height:
+        acc.pending, raw, df = [raw.slice(cut)], raw.slice(0, cut), df.slice(0, cut)
+    df, folded = rejoin.rejoin(df)
+    for path, n in folded.items():
+        acc.rejoined[path] = acc.rejoined.get(path, 0) + n
     acc.streams.append(_streams(df))
     live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
     matched, rest = match_families(live)
@@ -124,13 +133,16 @@ def flush(acc: _Acc) -> None:
     torch, other = torch_rows(other)
     acc.add("torch", torch)
     acc.add("warnings", matched.unknown_warnings(nccl_unknown))
+    known, nccl_unknown = split_known(nccl_unknown)  # the catalog names what no family claims
+    acc.add("known", known)
     unknown = pl.concat([nccl_unknown.with_columns(pl.lit(True).alias("is_nccl")),
                          other.with_columns(pl.lit(False).alias("is_nccl"))], how="vertical_relaxed")
     acc.add("unknown", S.conform(unknown, S.UNKNOWN))
     n_nccl = live.filter(pl.col("prefixed")).height + matched.bare_lines + torch.height
+    n_folded = sum(folded.values())  # parts of the line before: NCCL lines, recognised with it
     acc.cov[0] += raw.height
-    acc.cov[1] += n_nccl
-    acc.cov[2] += matched.lines + torch.height
+    acc.cov[1] += n_nccl + n_folded
+    acc.cov[2] += matched.lines + torch.height + known.height + n_folded
     acc.cov[3] += nccl_unknown.height
 
 
@@ -164,6 +176,7 @@ def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = 
     if batch:
         process_chunk(pl.concat(batch), acc)
     flush(acc)
+    notes += [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in acc.rejoined.items()]
     if paths and readable == 0:
         what = "empty" if total == 0 else "binary data, not text"
         raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])})")
@@ -175,5 +188,5 @@ def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = 
 _SCHEMAS: dict[str, S.Schema] = {
     "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
     "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
-    "torch": S.TORCH, "unknown": S.UNKNOWN,
+    "torch": S.TORCH, "known": S.KNOWN, "unknown": S.UNKNOWN,
 }
