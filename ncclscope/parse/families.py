@@ -85,6 +85,7 @@ FAMILIES: dict[str, Family] = {
     "graph_path": _ch("graph_path"),
     "nvls_support": _ch("nvls_support"),
     "nvls_comm": _ch("nvls_comm"),
+    "nvls_heads": _ch("nvls_heads"),
     "proxy_core": _ch("proxy_core"),
     "legacy_threads": _ch("legacy_threads"),
     "topo_info": _ch("topology"),
