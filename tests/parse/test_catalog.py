@@ -23,7 +23,7 @@ from ncclscope.parse.fastpath import first_family
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "catalog"))
-from samples import fill, prefix  # noqa: E402
+from samples import fill, prefix
 
 PINNED = json.loads((Path(__file__).parent / "catalog_families.json").read_text())
 PLUGIN_HOST = "nccl:v2.18.5-1"  # plugin formats are printed through some NCCL release's logger
@@ -99,8 +99,8 @@ def test_each_format_lands_where_pinned() -> None:
 
 @pytest.mark.parametrize(("line", "family"), [
     ("node-01:1:2 [0] NCCL INFO [Service thread] Connection closed by localRank 3", "ws_service"),
-    ("node-01:1:2 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 "
-     "root 0 comm 0x55aa [nranks=8] stream 0x11", "coll"),
+    (("node-01:1:2 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 "
+     "root 0 comm 0x55aa [nranks=8] stream 0x11"), "coll"),
     ("node-01:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", "conn"),
     ("node-01:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>",
      "ib_devices"),
