@@ -7,7 +7,8 @@ service thread's listening socket is torn down under it (2.30 demotes it to INFO
 peer that exits without closing its proxy connection leaves `Could not receive type from localRank N` and
 `[Proxy Service N] Failed to execute operation Close from rank N` (proxy.cc, 2.12-2.29).
 Applications and launchers mark a clean end as well (MLPerf's `run_stop` with status success,
-`destroy_process_group`, torchrun's `worker group … finished` / `SUCCEEDED`).
+`destroy_process_group`, torchrun's `worker group … finished` / `SUCCEEDED`). Any line the message catalog
+files under NCCL's DESTROY subsystem (2.30 tags its teardown messages so) marks the teardown too.
 
 Closures and socket errors after the teardown began are the job ending, not a failure, unless a
 failure (a non-teardown, non-benign WARN, or a watchdog/backend error from PyTorch) came first. Error
@@ -64,7 +65,9 @@ def _teardown_rows(logs: LogFrames) -> pl.DataFrame:
     ends = logs.inits.filter(pl.col("phase").fill_null("").str.contains(r"^(?:destroy|abort)_"))
     warn = logs.warnings.filter(is_teardown_message())
     app = logs.unknown.filter(~pl.col("is_nccl").fill_null(False) & pl.col("text").fill_null("").str.contains(APP_END))
-    parts = [d.select("path", "line") for d in (ends, warn, app) if d.height]
+    destroy = logs.known.filter(pl.col("subsys").fill_null("").str.contains("DESTROY")  # NCCL 2.30's own tag
+                                & (pl.col("level") == "INFO"))
+    parts = [d.select("path", "line") for d in (ends, warn, app, destroy) if d.height]
     return pl.concat(parts) if parts else pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64})
 
 

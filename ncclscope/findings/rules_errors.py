@@ -8,6 +8,7 @@ status 5, `[Service thread]` closures). Reference: real-logs.md §5 R1, R4–R6.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -105,14 +106,66 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
         title += f" (+ echoes in {peers} process(es))"
     cited = pl.concat([rows.head(3), rows.filter(pl.col("cls") == 3).unique(["host", "pid"], keep="first",
                                                                              maintain_order=True).head(6)])
-    return [make("connection-failure", sev, title,
-                 "A refused/timed-out connect means the peer was not listening (crashed, not started, blocked by "
-                 "a firewall) or is unreachable (wrong interface or route). 'Connection closed by remote peer', "
-                 "'Broken pipe' and service-thread closures are echoes: the peer went away first (crash, OOM, "
-                 "preemption) and the first failing rank or host is the one to diagnose.",
-                 "Diagnose the first failing host/rank: its own log (segfault, OOM killer, CUDA error), the "
-                 "firewall and routes between nodes (ports NCCL opens are ephemeral), MASTER_ADDR and "
-                 "NCCL_SOCKET_IFNAME.", cited, ctx, ordered=True)]
+    why, fix = _advice(first["message"] or "")
+    return [make("connection-failure", sev, title, why, fix, cited, ctx, ordered=True,
+                 metrics={"cause": _cause(first["message"] or "")})]
+
+
+@dataclass(frozen=True)
+class Advice:
+    pattern: str  # regex on the first failure's message
+    why: str
+    fix: str
+
+
+GENERIC = Advice(
+    "",
+    "A refused/timed-out connect means the peer was not listening (crashed, not started, blocked by a firewall) "
+    "or is unreachable (wrong interface or route). 'Connection closed by remote peer', 'Broken pipe' and "
+    "service-thread closures are echoes: the peer went away first (crash, OOM, preemption) and the first "
+    "failing rank or host is the one to diagnose.",
+    "Diagnose the first failing host/rank: its own log (segfault, OOM killer, CUDA error), the firewall and "
+    "routes between nodes (ports NCCL opens are ephemeral), MASTER_ADDR and NCCL_SOCKET_IFNAME.")
+# The first failure's own words decide the advice (NCCL's socket.cc / bootstrap.cc messages).
+ADVICE: dict[str, Advice] = {
+    "incompatible-peer": Advice(
+        r"(?i)with family \d+|neither AF_INET|wrong (?:magic|type)|Invalid NCCL_COMM_ID|message truncated",
+        "The peer answered, but with bytes this rank cannot read (an unknown address family, a wrong magic or "
+        "message type, a truncated message): an incompatible peer, not a blocked network. Typical causes: another "
+        "NCCL version or net plugin on that node, ranks of two jobs meeting on one port, or a stray connection.",
+        "Check that every node runs the same NCCL and net plugin (the `NCCL version` and `NET/Plugin` lines), "
+        "that no other job uses the same MASTER_PORT / NCCL_COMM_ID, and that nothing else (a port scanner, a "
+        "health check) connects to the job's ports. A firewall does not cause this."),
+    "no-route": Advice(
+        r"(?i)no route to host|network is unreachable",
+        "The kernel has no route to the address the peer advertised: that address belongs to an interface the "
+        "other nodes cannot reach (a docker bridge, a management NIC, a second subnet).",
+        "Set NCCL_SOCKET_IFNAME to the interface on the nodes' shared network, and check `ip route get <addr>` "
+        "from the failing node."),
+    "refused": Advice(
+        r"(?i)connection refused",
+        "Nothing listened at the peer's address and port: the peer had exited (crash, OOM kill) or had not started "
+        "yet, or a firewall rejected the connection.",
+        "Look at the peer's own log for how it ended; start all ranks together; open the ephemeral port range "
+        "between nodes."),
+    "timeout": Advice(
+        r"(?i)timed? ?out|timeout|exceeded (?:retries|timeouts)",
+        "Connection attempts got no answer at all: packets are dropped on the way (firewall, security group) or "
+        "the peer is stalled.",
+        "Check firewalls/security groups between the nodes for the whole ephemeral port range and that the "
+        "advertised address is reachable (`nc -zv <addr> <port>`)."),
+}
+
+
+def _cause(message: str) -> str:
+    import re
+
+    return next((k for k, a in ADVICE.items() if re.search(a.pattern, message)), "generic")
+
+
+def _advice(message: str) -> tuple[str, str]:
+    a = ADVICE.get(_cause(message), GENERIC)
+    return a.why, a.fix
 
 
 def _ib_rows(ctx: Context) -> pl.DataFrame:

@@ -150,3 +150,12 @@ def test_service_thread_closures_after_teardown_are_benign_but_echoes_after_a_fa
     oom = warn(B, "cuda", "Cuda failure 'out of memory'", line=50)
     failed = logs(inits=[down], warnings=[oom, close])
     assert [f.id for f in run("connection-failure", failed)] == ["connection-failure"]
+
+
+def test_incompatible_peer_gets_its_own_advice_not_firewall() -> None:
+    lf = logs(warnings=[warn(A, "socket", "socketAccept: connecting to address with family 17 is neither AF_INET(2) "
+                                          "nor AF_INET6(10)")])
+    [f] = run("connection-failure", lf)
+    assert f.metrics["cause"] == "incompatible-peer" and "A firewall does not cause this" in f.fix
+    [g] = run("connection-failure", logs(warnings=[warn(A, "socket", "Connect to 10.0.0.2<4000> failed : No route to host")]))
+    assert g.metrics["cause"] == "no-route" and "NCCL_SOCKET_IFNAME" in g.fix
