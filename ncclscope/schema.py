@@ -184,6 +184,7 @@ TORCH = _with_origin({
     "from_rank": pl.Int64,  # dump signal from rank N (null for "this local rank")
     "comm_ptr": pl.Utf8,  # created ncclComm_ 0x…
     "nccl_version": pl.Utf8,
+    "world_size": pl.Int64,  # the world size a framework says it starts (Lightning's MEMBER m/n)
     "detail": pl.Utf8,
     # additive (issue 10): application output
     "exc_type": pl.Utf8,  # Python exception class in front of the message (`torch.OutOfMemoryError`)

@@ -236,3 +236,44 @@ def _excerpt_cut(ctx: Context, stuck: pl.DataFrame) -> bool:
     ends = norm_host(stuck).group_by("path", "host", "pid").agg(pl.col("line").max().alias("start_line"))
     later = ends.join(last, on=["path", "host", "pid"], how="left")
     return bool((later["last_line"].fill_null(0) <= later["start_line"]).all())
+
+
+@rule("lightning-world", "error", "PyTorch Lightning started a different world than NCCL or the launcher", "config")
+def lightning_world(ctx: Context) -> Iterable[Finding]:
+    """Lightning prints the world it believes in (`initializing ddp: GLOBAL_RANK: r, MEMBER: m/n`). Error when
+    one GLOBAL_RANK is printed by two processes (or twice in one launcher log: Lightning prints it once per
+    process), or when n differs from the world communicator's nRanks in the NCCL lines: a wrong num_nodes /
+    devices / --ntasks-per-node. Warning when fewer distinct GLOBAL_RANKs than n appear and the inputs hold
+    the whole launcher output (the other node's processes never started or started another job)."""
+    lw = ctx.logs.torch.filter(pl.col("kind") == "lightning_world")
+    if lw.is_empty():
+        return []
+    out: list[Finding] = []
+    twice = lw.group_by("rank").agg(pl.len().alias("n")).filter(pl.col("n") > 1)
+    sizes = sorted({int(v) for v in lw["world_size"].drop_nulls().to_list()})
+    nccl_n = int(ctx.comms.select(pl.col("nranks").max()).item() or 0) if ctx.comms.height else 0
+    if twice.height:
+        rows = lw.join(twice.select("rank"), on="rank")
+        out.append(make("lightning-world", "error",
+                        f"{twice.height} GLOBAL_RANK(s) claimed by more than one process "
+                        f"(e.g. rank {int(twice.select(pl.col('rank').min()).item())})",
+                        "Two processes that both believe they are global rank r never form one world: the rendezvous "
+                        "waits for ranks nobody holds and the job hangs at init (or NCCL reports a duplicate GPU).",
+                        "Make the launcher and Lightning agree: Trainer(num_nodes=…, devices=…) must equal the nodes and "
+                        "tasks per node the job gets (srun --ntasks-per-node=<GPUs per node>, torchrun --nnodes).",
+                        rows, ctx, metrics={"duplicated_ranks": sorted(twice["rank"].to_list())}))
+    if nccl_n and any(s != nccl_n for s in sizes):
+        out.append(make("lightning-world", "error", f"Lightning's world ({'/'.join(map(str, sizes))} members) "
+                        f"differs from NCCL's ({nccl_n} ranks)",
+                        "The framework and the communicator disagree on how many ranks exist, so some ranks wait "
+                        "for peers that are in another world.",
+                        "Set num_nodes and devices to what the launcher really starts.", first_per(lw, ["world_size"]),
+                        ctx, metrics={"lightning_world": sizes, "nccl_nranks": nccl_n}))
+    seen = lw["rank"].n_unique()
+    if not twice.height and len(sizes) == 1 and seen < sizes[0]:
+        out.append(make("lightning-world", "warning", f"Only {seen} of {sizes[0]} Lightning members initialised",
+                        "Lightning expects more members than printed their init line: the processes of another node "
+                        "never started, started late, or run with other settings; init then hangs.",
+                        "Check that every node runs the job with the same num_nodes/devices, and collect every "
+                        "node's output.", lw, ctx, metrics={"members_seen": seen, "world_size": sizes[0]}))
+    return out

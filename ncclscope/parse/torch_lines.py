@@ -28,7 +28,7 @@ _ANCHOR = re.compile(
     r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
     r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
     r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
-    r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)"
+    r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
 )
 _RANK_WRAPPER = re.compile(r"^\[rank\d+\]:\s?")
 _MAX_LINE = 20_000
@@ -476,6 +476,11 @@ class _ToRow(Transformer[Token, Row]):
 
     def misc_abort(self, items: list[Any]) -> Row:
         return {"kind": "other", "detail": "abort"}
+
+    def lightning_world(self, items: list[Any]) -> Row:
+        ints = [i for i in items if isinstance(i, Token) and i.type == "INT"]
+        rank, member, size = (_int(t) for t in ints[-3:])
+        return {"kind": "lightning_world", "rank": rank, "detail": f"MEMBER {member}/{size}", "world_size": size}
 
     def misc_raised(self, items: list[Any]) -> Row:
         return {"kind": "other", "detail": f"raised from {items[0]}"}

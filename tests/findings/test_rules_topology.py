@@ -140,3 +140,25 @@ def test_init_incomplete_on_a_pasted_excerpt_is_info() -> None:
     no_marker = replace(base, inputs=(InputInfo("job.log", 6),), unknown=logs().unknown)
     [f] = run("init-incomplete", no_marker)
     assert f.severity == "warning"
+
+
+def _lw(rank: int, member: str, size: int, **kw: object) -> dict[str, object]:
+    return {"kind": "lightning_world", "rank": rank, "detail": f"MEMBER {member}", "world_size": size, **kw}
+
+
+def test_lightning_duplicate_global_ranks_and_half_world() -> None:
+    dup = logs(torch=[_lw(r, f"{r + 1}/4", 4) for r in (0, 1, 0, 1)])
+    [f] = run("lightning-world", dup)
+    assert f.severity == "error" and f.metrics["duplicated_ranks"] == [0, 1]
+    half = logs(torch=[_lw(r, f"{r + 1}/8", 8) for r in range(4)])
+    [g] = run("lightning-world", half)
+    assert g.severity == "warning" and g.metrics == {"members_seen": 4, "world_size": 8}
+    whole = logs(torch=[_lw(r, f"{r + 1}/2", 2) for r in range(2)], inits=[init(A, 0, 2), init(B, 1, 2)])
+    assert run("lightning-world", whole) == []
+
+
+def test_lightning_world_disagrees_with_nccl() -> None:
+    lf = logs(torch=[_lw(r, f"{r + 1}/2", 2) for r in range(2)],
+              inits=[init(A, 0, 4), init(B, 1, 4), init(C, 2, 4), init(proc("node-b", 201, 1), 3, 4)])
+    [f] = run("lightning-world", lf)
+    assert f.severity == "error" and f.metrics["nccl_nranks"] == 4
