@@ -23,7 +23,7 @@ GRAMMAR_FILE = "nccl.lark"
 CATALOG_FILE = "nccl_catalog.lark"  # generated from NCCL's sources by tools/catalog (one rule per format)
 _REPO_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 _META = "()[]{}.*+?|^$\\"
-COMPILER_VERSION = 4  # bump when the regex compiler changes (the on-disk cache is keyed by it)
+COMPILER_VERSION = 5  # bump when the regex compiler changes (the on-disk cache is keyed by it)
 
 
 def grammar_text(name: str = GRAMMAR_FILE) -> str:
@@ -235,9 +235,14 @@ def _leading(defs: _Defs, name: str) -> str:
     return "".join(out)
 
 
-def _build_catalog() -> dict[str, Any]:
-    defs = _defs(CATALOG_FILE)
-    order = [str(nt.name) for nt in defs.rules["catalog"].scan_values(lambda v: hasattr(v, "name") and not v.is_term)]
+TORCH_CATALOG_FILE = "torch_catalog.lark"  # PyTorch's distributed messages, generated the same way
+_CATALOG_TOP = {CATALOG_FILE: "catalog", TORCH_CATALOG_FILE: "torch_catalog"}
+
+
+def _build_catalog(name: str = CATALOG_FILE) -> dict[str, Any]:
+    defs = _defs(name)
+    top = defs.rules[_CATALOG_TOP[name]]
+    order = [str(nt.name) for nt in top.scan_values(lambda v: hasattr(v, "name") and not v.is_term)]
     return {"rules": order, "regex": {n: _Compiler(defs, False).rule(n) for n in order},
             "leading": {n: _leading(defs, n) for n in order}, "needle": {n: _needle(defs, n) for n in order}}
 
@@ -250,10 +255,10 @@ def _needle(defs: _Defs, name: str) -> str:
 
 
 @functools.cache
-def catalog_table() -> dict[str, Any]:
-    """The catalog grammar (`nccl_catalog.lark`): its rules in match order (most literal text first), each
-    compiled to a regex without captures, with the literal text it starts with."""
-    return _cached(CATALOG_FILE, _build_catalog)
+def catalog_table(name: str = CATALOG_FILE) -> dict[str, Any]:
+    """A catalog grammar (`nccl_catalog.lark`, `torch_catalog.lark`): its rules in match order (most literal
+    text first), each compiled to a regex without captures, with the literal it starts with and its longest."""
+    return _cached(name, lambda: _build_catalog(name))
 
 
 def rule_regex(name: str, *, capture: bool = True) -> str:

@@ -39,6 +39,7 @@ LOG_TABLES = (
     "trail",
     "collectives",
     "torch",
+    "known",
     "unknown",
     "streams",
 )

@@ -69,24 +69,24 @@ class _Index:
 
 
 @functools.cache
-def _index() -> _Index:
-    t = G.catalog_table()
+def _index(name: str = G.CATALOG_FILE) -> _Index:
+    t = G.catalog_table(name)
     buckets: dict[str, list[tuple[str, str]]] = {}
     general: list[tuple[str, str, str]] = []
-    for name in t["rules"]:
-        pat = rf"(?:{t['regex'][name]})\Z"  # compiled on first use: most runs meet a few dozen formats
-        lead = str(t["leading"][name]).lstrip(" ")
-        rid = name.removeprefix("km_")
+    for rule in t["rules"]:
+        pat = rf"(?:{t['regex'][rule]})\Z"  # compiled on first use: most runs meet a few dozen formats
+        lead = str(t["leading"][rule]).lstrip(" ")
+        rid = rule.split("_", 1)[1]
         if len(lead) >= KEY:
             buckets.setdefault(lead[:KEY], []).append((rid, pat))
         else:
-            general.append((rid, str(t["needle"][name]), pat))
+            general.append((rid, str(t["needle"][rule]), pat))
     return _Index({k: tuple(v) for k, v in buckets.items()}, tuple(general))
 
 
-def identify_one(msg: str) -> str | None:
+def identify_one(msg: str, name: str = G.CATALOG_FILE) -> str | None:
     """The catalog id of the first rule (catalog order) that matches `msg` whole, else None."""
-    idx = _index()
+    idx = _index(name)
     text = msg.lstrip(" ")
     for rid, pat in idx.buckets.get(text[:KEY], ()):
         if compiled(pat).match(msg):
@@ -97,12 +97,37 @@ def identify_one(msg: str) -> str | None:
     return None
 
 
-def identify(msgs: pl.Series) -> pl.Series:
+def identify(msgs: pl.Series, name: str = G.CATALOG_FILE) -> pl.Series:
     """Catalog id per message (null where no rule matches); each distinct message is matched once."""
     uniq = msgs.drop_nulls().unique()
-    ids = pl.DataFrame({"m": uniq, "id": pl.Series([identify_one(m) for m in uniq.to_list()], dtype=pl.Utf8)})
+    found = [identify_one(m, name) for m in uniq.to_list()]
+    ids = pl.DataFrame({"m": uniq, "id": pl.Series(found, dtype=pl.Utf8)})
     out = msgs.to_frame("m").join(ids, on="m", how="left", maintain_order="left")["id"]
     return out.alias("catalog_id")
+
+
+MIN_TORCH_NEEDLE = 8  # application lines are many: only formats with this much fixed text are looked for
+
+
+@functools.cache
+def _torch_needles() -> tuple[str, ...]:
+    t = G.catalog_table(G.TORCH_CATALOG_FILE)
+    return tuple(sorted({n for n in t["needle"].values() if len(n) >= MIN_TORCH_NEEDLE}))
+
+
+def split_torch_known(other: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Lines without an NCCL prefix that torch.lark did not claim -> (KNOWN rows named by PyTorch's message
+    catalog, the rest). One Aho-Corasick pass keeps only lines holding a format's fixed text for `re`."""
+    if other.is_empty():
+        return S.empty(S.KNOWN), other
+    cand = other["msg"].fill_null("").str.contains_any(list(_torch_needles()))
+    if not cand.any():
+        return S.empty(S.KNOWN), other
+    ids = pl.Series("catalog_id", [None] * other.height, dtype=pl.Utf8).scatter(
+        cand.arg_true(), identify(other.filter(cand)["msg"], G.TORCH_CATALOG_FILE))
+    hit = other.with_columns(ids).filter(pl.col("catalog_id").is_not_null())
+    known = hit.with_columns(pl.col("msg").alias("message"), pl.lit("torch").alias("subsys"))
+    return S.conform(known, S.KNOWN), other.filter(ids.is_null())
 
 
 def split_known(nccl: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

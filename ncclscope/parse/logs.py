@@ -17,7 +17,7 @@ from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames, in_order
 from ncclscope.parse import peel, rejoin
-from ncclscope.parse.catalog import split_known
+from ncclscope.parse.catalog import split_known, split_torch_known
 from ncclscope.parse.fastpath import match_families
 from ncclscope.parse.lane import MAX_TEXT, Lane
 from ncclscope.parse.reader import read_many
@@ -132,6 +132,8 @@ def flush(acc: _Acc, *, final: bool = True) -> None:
     other = rest.filter(~pl.col("prefixed"))
     torch, other = torch_rows(other)
     acc.add("torch", torch)
+    torch_known, other = split_torch_known(other)  # PyTorch messages torch.lark has no family for
+    acc.add("known", torch_known)
     acc.add("warnings", matched.unknown_warnings(nccl_unknown))
     known, nccl_unknown = split_known(nccl_unknown)  # the catalog names what no family claims
     acc.add("known", known)

@@ -126,3 +126,11 @@ def test_a_catalog_line_is_a_typed_record() -> None:
     [row] = lf.known.to_dicts()  # type: ignore[attr-defined]
     assert row["catalog_id"] == "mc33d1a29" and row["level"] == "INFO" and row["subsys"] == "INIT"
     assert row["line"] == 1 and row["host"] == "node-01"
+
+
+def test_a_pytorch_message_without_a_family_is_named_by_the_torch_catalog() -> None:
+    lf = read_logs_text("master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified.")
+    [row] = lf.known.to_dicts()  # type: ignore[attr-defined]
+    assert row["catalog_id"].startswith("t") and row["subsys"] == "torch"
+    assert lf.unknown.height == 0  # type: ignore[attr-defined]
+    assert read_logs_text("epoch 3 loss 0.25").known.height == 0  # type: ignore[attr-defined]
