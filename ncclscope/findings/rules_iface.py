@@ -108,20 +108,17 @@ def iface_mismatch(ctx: Context) -> Iterable[Finding]:
     rows = norm_host(_iface_rows(ctx)).filter(pl.col("host") != "")
     first = rows.sort(["line", "index"], nulls_last=True).unique("host", keep="first", maintain_order=True)
     first = first.with_columns(subnet=_subnet(pl.col("address").fill_null("")))
-    if first["iface"].drop_nulls().n_unique() > 1 and first["subnet"].drop_nulls().n_unique() <= 1 \
-            and first["subnet"].null_count() == 0:
-        out.append(make("iface-mismatch", "info",
-                        "Hosts name their NICs differently but bootstrap on one subnet: "
-                        + ", ".join(sorted(set(first["iface"].drop_nulls().to_list()))),
+    names = sorted(set(first["iface"].drop_nulls().to_list()))
+    if len(names) > 1:
+        one_subnet = first["subnet"].null_count() == 0 and first["subnet"].n_unique() == 1
+        out.append(make("iface-mismatch", "info", "Hosts name their NICs differently but bootstrap on one subnet: "
+                        + ", ".join(names),
                         "Node types often name the same network differently; the addresses share one /24, so the "
                         "ranks reach each other.",
                         "Nothing to do unless connections fail; then pin NCCL_SOCKET_IFNAME to a prefix or list that "
-                        "names this network on every node type.",
-                        first, ctx))
-    elif first["iface"].drop_nulls().n_unique() > 1:
-        out.append(make("iface-mismatch", "warning",
-                        "Hosts bootstrap over differently named interfaces: "
-                        + ", ".join(sorted(set(first["iface"].drop_nulls().to_list()))),
+                        "names this network on every node type.", first, ctx) if one_subnet else
+                   make("iface-mismatch", "warning", "Hosts bootstrap over differently named interfaces: "
+                        + ", ".join(names),
                         "Every rank must reach every other rank over the interface it advertises; nodes that pick "
                         "different NICs often sit on different networks.",
                         "Check that the listed interfaces route to each other, and set NCCL_SOCKET_IFNAME to the "
