@@ -86,6 +86,9 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         [_warn(A, "init.cc:497", "Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000")],
         [A + "comm 0x11 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
          B + "comm 0x22 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"]),
+    "lightning-world": (
+        ["initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2", "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2"],
+        ["initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2", "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2"]),
     "nvls-failure": (
         [_warn(A, "transport/nvls.cc:245", "Cuda failure 'initialization error'")],
         [A + "NVLS multicast support is not available on dev 0"]),

@@ -249,6 +249,11 @@ CASES: list[tuple[str, dict[str, object]]] = [
      {"kind": "spawn", "detail": "exited exitcode 1", "local_rank": 3}),
     ("W1123 00:08:56.994000 10266 torch/multiprocessing/spawn.py:165] Terminating process 10304 via signal SIGTERM",
      {"kind": "spawn", "detail": "sent SIGTERM pid 10304"}),
+    # PyTorch Lightning's DDP world (Lightning 1.x `ddp`, >= 1.6 `distributed`)
+    ("initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8",
+     {"kind": "lightning_world", "rank": 1, "world_size": 8, "detail": "MEMBER 2/8"}),
+    ("initializing distributed: GLOBAL_RANK: 15, MEMBER: 16/16",
+     {"kind": "lightning_world", "rank": 15, "world_size": 16, "detail": "MEMBER 16/16"}),
 ]
 
 # Lines that must NOT be taken for torch lines.
@@ -260,7 +265,6 @@ NOT_TORCH: list[str] = [
     "rank 2 step 3",
     "  File \"train.py\", line 10, in <module>",
     "Epoch 3: 100%|██████| 300/300 [07:24<00:00, loss=2.29]",
-    "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8",
     "",
     ".",
     "[E something] unrelated",
