@@ -108,6 +108,11 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
         traceback.print_exc()
         say(rank, f"failed: {type(e).__name__}")
     finally:
+        if code != 0:
+            # torchrun SIGTERMs the survivors as soon as one rank dies, often while this rank is already
+            # writing its evidence after the peer's error: that must not be cut short (SIGKILL follows
+            # torchrun's grace period if this hangs).
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         # Like PyTorch's dump-on-timeout: a dump only when the run went wrong, so a dump's presence
         # means what it means in a real job.
         flight = ("not needed" if code == 0 else "no process group" if not started
