@@ -143,6 +143,7 @@ def split_known(nccl: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return S.conform(known, S.KNOWN), nccl.filter(ids.is_null())
 
 
+@functools.cache
 def _meta() -> pl.DataFrame:
     e = entries()
     return pl.DataFrame({"catalog_id": list(e), "subsys": [",".join(v.subsys) for v in e.values()]})
