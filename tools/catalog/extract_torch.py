@@ -28,6 +28,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,23 +264,30 @@ def fmt_parts(args: list[str]) -> list[Part]:
     fmt = string_literal(args[0])
     if fmt is None:
         return [p for a in args for p in cpp_parts(a)]
+    args_left = iter(args[1:])
+
+    def typed(spec: str) -> Part:
+        arg = next(args_left, "")
+        if spec and spec[-1:] in "fFeEgG%":
+            return ("ph", "float")
+        if spec and spec[-1:] in "dxXbo":
+            return ("ph", "int")
+        return ("ph", cpp_placeholder(arg))
+
+    return brace_fields(fmt, typed)
+
+
+def brace_fields(fmt: str, field: Callable[[str], Part]) -> list[Part]:
+    """`{}`-field text (fmt::format, str.format) -> parts; `field(spec)` types each field in order."""
     parts: list[Part] = []
-    pos, argi = 0, 1
+    pos = 0
     for m in _FMT_FIELD.finditer(fmt):
         parts.append(("lit", fmt[pos:m.start()]))
         tok = m.group(0)
         if tok in ("{{", "}}"):
             parts.append(("lit", tok[0]))
         else:
-            spec = tok[1:-1].split(":", 1)[1] if ":" in tok else ""
-            arg = args[argi] if argi < len(args) else ""
-            argi += 1
-            if spec and spec[-1:] in "fFeEgG%":
-                parts.append(("ph", "float"))
-            elif spec and spec[-1:] in "dxXbo":
-                parts.append(("ph", "int"))
-            else:
-                parts.append(("ph", cpp_placeholder(arg)))
+            parts.append(field(tok[1:-1].split(":", 1)[1] if ":" in tok else ""))
         pos = m.end()
     parts.append(("lit", fmt[pos:]))
     return parts
@@ -420,19 +428,7 @@ def brace_parts(fmt: str, dollar: bool = False) -> list[Part]:
             pos = m.end()
         parts.append(("lit", fmt[pos:]))
         return parts
-    parts = []
-    pos = 0
-    for m in _FMT_FIELD.finditer(fmt):
-        parts.append(("lit", fmt[pos:m.start()]))
-        tok = m.group(0)
-        if tok in ("{{", "}}"):
-            parts.append(("lit", tok[0]))
-        else:
-            spec = tok[1:-1].split(":", 1)[1] if ":" in tok else ""
-            parts.append(("ph", spec_type(spec)))
-        pos = m.end()
-    parts.append(("lit", fmt[pos:]))
-    return parts
+    return brace_fields(fmt, lambda spec: ("ph", spec_type(spec)))
 
 
 def spec_type(spec: str) -> str:
