@@ -7,6 +7,7 @@ status 5, `[Service thread]` closures). Reference: real-logs.md §5 R1, R4–R6.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -158,8 +159,6 @@ ADVICE: dict[str, Advice] = {
 
 
 def _cause(message: str) -> str:
-    import re
-
     return next((k for k, a in ADVICE.items() if re.search(a.pattern, message)), "generic")
 
 
