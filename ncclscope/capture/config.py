@@ -20,6 +20,15 @@ SUBSYS = ("INIT", "BOOTSTRAP", "ENV", "NET", "GRAPH", "TUNING")
 # local time, so the job runs with TZ=UTC and the timestamps are UTC.
 NCCL_TIMESTAMP_FORMAT = "[%F %T.%6f] "
 FR_BUFFER = "2000"
+# torchrun SIGTERMs the surviving workers as soon as one fails and SIGKILLs them 30 s later
+# (torch 2.13: LocalElasticAgent._stop_workers -> _shutdown(timeout=30); a signal to torchrun
+# itself uses --shutdown-timeout / TORCH_ELASTIC_SHUTDOWN_TIMEOUT, also 30 by default).
+TORCHRUN_GRACE_S = 30.0
+DEFAULT_TIMEOUT_S = 10.0  # well under the grace, so PyTorch's own timeout dump is not cut short
+# How long PyTorch's watchdog waits for the Flight Recorder dumps after a timeout before it acts.
+DUMP_WAIT_MS = 5000
+# A step's CUDA work may take this long past the timeout and the dump wait before the worker gives up.
+SYNC_MARGIN_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -32,8 +41,9 @@ class Layout:
     def launcher_log(self) -> Path:
         return self.root / "logs" / "torchrun.log"
 
-    def run_manifest(self, host: str | None = None) -> Path:
-        return self.root / ("capture.json" if host is None else f"capture.{host}.json")
+    @property
+    def run_manifest(self) -> Path:
+        return self.root / "capture.json"
 
     def log(self, rank: int) -> Path:
         return self.root / "logs" / f"rank{rank}.log"
@@ -66,7 +76,7 @@ class CaptureConfig:
 
     out_dir: str
     backend: Backend = "gloo"
-    timeout_s: float = 30.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     faults: tuple[Fault, ...] = ()
     sizes: tuple[int, ...] = (1024, 65536, 262144)  # float32 elements: 4 KiB, 256 KiB, 1 MiB
     profile_wait: int = 1
@@ -75,6 +85,7 @@ class CaptureConfig:
     extra_steps: int = 2
     coll: bool = False
     extra_env: tuple[tuple[str, str], ...] = field(default=())
+    allow_shared_gpu: bool = False
 
     @property
     def layout(self) -> Layout:
@@ -91,13 +102,26 @@ class CaptureConfig:
         ats = [f.at for f in self.faults if f.kind in STEP_FAULTS and f.at is not None]
         return max([self.fault_step, *ats]) + self.extra_steps
 
+    @property
+    def step_faults(self) -> bool:
+        """A hang, mismatch or crash is injected somewhere in the job: every rank then writes its
+        Flight Recorder dump at the end, even a rank whose run completed (NCCL may let a size
+        mismatch pass silently; the dumps still hold both sizes)."""
+        return any(f.kind in STEP_FAULTS for f in self.faults)
+
+    @property
+    def sync_timeout_s(self) -> float:
+        """How long the worker polls a step's CUDA work: PyTorch's watchdog acts after the timeout
+        and its dump wait; past that, the worker fails the rank itself and writes its evidence."""
+        return self.timeout_s + DUMP_WAIT_MS / 1000 + SYNC_MARGIN_S
+
     def to_json(self) -> dict[str, object]:
         return {
             "out_dir": self.out_dir, "backend": self.backend, "timeout_s": self.timeout_s,
             "faults": [f.to_json() for f in self.faults], "sizes": list(self.sizes),
             "profile_wait": self.profile_wait, "profile_warmup": self.profile_warmup,
             "profile_active": self.profile_active, "extra_steps": self.extra_steps, "coll": self.coll,
-            "extra_env": dict(self.extra_env),
+            "extra_env": dict(self.extra_env), "allow_shared_gpu": self.allow_shared_gpu,
         }
 
     @classmethod
@@ -106,14 +130,14 @@ class CaptureConfig:
         env = cast(dict[str, str], d.get("extra_env") or {})
         return cls(
             out_dir=str(d["out_dir"]), backend=cast(Backend, d.get("backend", "gloo")),
-            timeout_s=float(cast(float, d.get("timeout_s", 30.0))),
+            timeout_s=float(cast(float, d.get("timeout_s", DEFAULT_TIMEOUT_S))),
             faults=tuple(Fault.from_json(f) for f in faults),
             sizes=tuple(int(s) for s in cast(list[int], d.get("sizes") or [1024])),
             profile_wait=int(cast(int, d.get("profile_wait", 1))),
             profile_warmup=int(cast(int, d.get("profile_warmup", 1))),
             profile_active=int(cast(int, d.get("profile_active", 2))),
             extra_steps=int(cast(int, d.get("extra_steps", 2))), coll=bool(d.get("coll", False)),
-            extra_env=tuple(sorted(env.items())),
+            extra_env=tuple(sorted(env.items())), allow_shared_gpu=bool(d.get("allow_shared_gpu", False)),
         )
 
     @classmethod
@@ -126,7 +150,7 @@ class CaptureConfig:
 
 def job_env(cfg: CaptureConfig) -> dict[str, str]:
     """Environment for torchrun and so for every worker: NCCL debug output, Flight Recorder,
-    PyTorch's C++ INFO lines, UTC clocks. `--env` values given by the user win."""
+    PyTorch's C++ INFO lines, UTC clocks, the NCCL watchdog's knobs. `--env` values given by the user win."""
     fr = str(cfg.layout.flight_prefix)
     env = {
         "TZ": "UTC",
@@ -143,6 +167,14 @@ def job_env(cfg: CaptureConfig) -> dict[str, str]:
         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr,
         "TORCH_FR_DUMP_TEMP_FILE": fr,
         "TORCH_NCCL_DESYNC_DEBUG": "1",
+        # The watchdog, pinned rather than inherited (torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp,
+        # torch 2.13.0: ErrorHandlingMode NoHandling=0, TearDown=1, CleanUpOnly=2, SkipCleanUp=3; the
+        # default 3 tears the process down from the watchdog thread, so no Python `finally` runs).
+        # 2 = CleanUpOnly: abort the communicator, keep the process, let the worker write its evidence.
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "2",
+        "TORCH_NCCL_BLOCKING_WAIT": "0",  # 1 would mean no watchdog, so no timeout dump
+        "TORCH_NCCL_ENABLE_MONITORING": "1",  # the thread that carries the other ranks' dump signal
+        "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": str(DUMP_WAIT_MS),
         CONFIG_ENV: json.dumps(cfg.to_json()),
     }
     env.update(dict(cfg.extra_env))
@@ -151,9 +183,11 @@ def job_env(cfg: CaptureConfig) -> dict[str, str]:
 
 def rank_env(cfg: CaptureConfig, rank: int) -> dict[str, str]:
     """Per-rank environment the worker sets before the backend initialises: NCCL's own log file
-    (NCCL substitutes only %h and %p, never the rank) and the environment faults of this rank."""
+    (NCCL substitutes only %h and %p, never the rank) and the environment faults of this rank.
+    A variable given with `--env` is left alone: the user's value wins over capture's and the faults'."""
     env = {"NCCL_DEBUG_FILE": str(cfg.layout.nccl_log(rank))}
     for f in cfg.faults:
         if f.applies_to(rank):
             env.update(f.env())
-    return env
+    user = dict(cfg.extra_env)
+    return {k: v for k, v in env.items() if k not in user}

@@ -1,7 +1,8 @@
 """Capture stage, fault specs: `kind:key=value,…` strings → frozen `Fault` records (no torch here).
 
-Each fault names the ranks it applies to; `no-p2p` alone may omit `rank` (all ranks). The worker
-asks a fault what to do at each collective; the launcher validates ranks against the world size.
+Each fault names the ranks it applies to; `no-p2p` and `no-ib` apply to every rank (both ends of a
+connection must agree on a transport) unless `rank=…,asymmetric=yes` asks for a transport mismatch.
+The worker asks a fault what to do at each collective; the launcher validates ranks against the world size.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ _KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "mismatch": (frozenset({"rank"}), frozenset({"at"})),
     "crash": (frozenset({"rank"}), frozenset({"at", "code"})),
     "iface": (frozenset({"rank"}), frozenset({"name"})),
-    "no-ib": (frozenset({"rank"}), frozenset()),
-    "no-p2p": (frozenset(), frozenset({"rank"})),
+    "no-ib": (frozenset(), frozenset({"rank", "asymmetric"})),
+    "no-p2p": (frozenset(), frozenset({"rank", "asymmetric"})),
 }
 KINDS: tuple[str, ...] = tuple(_KEYS)
 # Faults that act at one step of the workload (the others act through the environment).
@@ -45,6 +46,7 @@ class Fault:
     at: int | None = None
     code: int | None = None  # crash: exit status; None = SIGKILL, as the OOM killer would
     name: str = "lo"
+    asymmetric: bool = False  # no-p2p / no-ib on some ranks only: a transport mismatch, on purpose
     spec: str = field(default="", compare=False)
 
     def applies_to(self, rank: int) -> bool:
@@ -74,7 +76,7 @@ class Fault:
                    delay_ms=float(cast(float, d.get("delay_ms", 0.0))),
                    at=None if at is None else int(cast(int, at)),
                    code=None if d.get("code") is None else int(cast(int, d["code"])), name=str(d.get("name", "lo")),
-                   spec=str(d.get("spec", "")))
+                   asymmetric=bool(d.get("asymmetric", False)), spec=str(d.get("spec", "")))
 
 
 def parse_fault(spec: str) -> Fault:
@@ -137,7 +139,19 @@ def _build(kind: FaultKind, p: dict[str, str], spec: str) -> Fault:
     code = _int(spec, "code", p["code"]) if "code" in p else None
     if code is not None and not 1 <= code <= 255:
         raise FaultSpecError(f"--inject {spec!r}: code must be an exit status 1..255")
-    return Fault(kind=kind, ranks=ranks, delay_ms=delay, at=at, code=code, name=name, spec=spec)
+    asym = _yes(spec, p["asymmetric"]) if "asymmetric" in p else False
+    if kind in NCCL_ONLY and bool(ranks) != asym:
+        raise FaultSpecError(f"--inject {spec!r}: {kind} applies to every rank (both ends of a connection must "
+                             f"agree on a transport); to disable it on some ranks only, a transport mismatch, "
+                             f"give both rank= and asymmetric=yes (e.g. {kind}:rank=1,asymmetric=yes)")
+    return Fault(kind=kind, ranks=ranks, delay_ms=delay, at=at, code=code, name=name, asymmetric=asym, spec=spec)
+
+
+def _yes(spec: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v not in ("yes", "true", "1", "no", "false", "0"):
+        raise FaultSpecError(f"--inject {spec!r}: asymmetric must be yes or no, got {value!r}")
+    return v in ("yes", "true", "1")
 
 
 def _int(spec: str, key: str, value: str) -> int:
@@ -164,5 +178,4 @@ def _example(kind: str) -> str:
         "mismatch": "mismatch:rank=1",
         "crash": "crash:rank=1",
         "iface": "iface:rank=1,name=lo",
-        "no-ib": "no-ib:rank=1",
     }.get(kind, kind)

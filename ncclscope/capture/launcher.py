@@ -1,7 +1,8 @@
-"""Capture stage, launcher: runs torchrun as a subprocess (an argument list, never a shell string)
-under an outer deadline, keeps torchrun's own output as evidence and writes the run manifest.
+"""Capture stage, launcher: checks the machine (pre-flight), runs torchrun as a subprocess (an
+argument list, never a shell string) under an outer deadline, keeps torchrun's own output as evidence,
+settles the manifests of ranks that died without a word and writes the run manifest.
 
-torch is needed only to run the job; building the command and checking options needs none.
+torch is needed only to run the job and for the NCCL pre-flight; building the command needs none.
 """
 
 from __future__ import annotations
@@ -9,24 +10,32 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
+import re
 import socket
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
-from ncclscope.capture.config import Backend, CaptureConfig, Layout, job_env
+from ncclscope.capture.config import (
+    DEFAULT_TIMEOUT_S,
+    DUMP_WAIT_MS,
+    TORCHRUN_GRACE_S,
+    Backend,
+    CaptureConfig,
+    Layout,
+    job_env,
+)
 from ncclscope.capture.evidence import utc_now
 from ncclscope.capture.faults import NCCL_ONLY, Fault, check_ranks
+from ncclscope.capture.postmortem import settle_manifests
+from ncclscope.capture.preflight import GpuProbe, import_torch, preflight, probe_gpus
+from ncclscope.capture.supervise import KILL_GRACE_S, descendants, supervise
 from ncclscope.errors import InputError, MissingExtraError
 
 WORKER_MODULE = "ncclscope.capture.worker"
-KILL_GRACE_S = 10.0
+__all__ = ["KILL_GRACE_S", "CaptureOptions", "CaptureResult", "descendants", "run_capture", "torchrun_argv"]
 
 
 @dataclass(frozen=True)
@@ -36,11 +45,27 @@ class CaptureOptions:
     nnodes: str = "1"
     backend: Backend = "gloo"
     faults: tuple[Fault, ...] = ()
-    timeout_s: float = 30.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     run_timeout_s: float | None = None
     coll: bool = False
     extra_env: tuple[tuple[str, str], ...] = ()
     torchrun_args: tuple[str, ...] = ()
+    allow_shared_gpu: bool = False
+    host: str = field(default_factory=socket.gethostname)
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nnodes != "1"
+
+    @property
+    def host_dir(self) -> Path:
+        """Where this node's files go: --out itself on one node; on several, one subdirectory per
+        host (`.node<N>` added when --node-rank N is given), so nodes sharing --out never collide."""
+        if not self.multi_node:
+            return self.out_dir
+        node = _arg_value(self.torchrun_args, "--node-rank", "--node_rank")
+        host = re.sub(r"[^A-Za-z0-9._-]", "_", self.host) or "host"
+        return self.out_dir / (host if node is None else f"{host}.node{node}")
 
     @property
     def deadline_s(self) -> float:
@@ -57,6 +82,7 @@ class CaptureResult:
     elapsed_s: float
     files: dict[str, list[str]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    settled: tuple[int, ...] = ()  # ranks whose manifest the launcher rewrote (they died silently)
 
 
 def require_torch() -> None:
@@ -71,9 +97,8 @@ def resolve_backend(choice: str) -> Backend:
     if choice != "auto":
         raise InputError(f"--backend: expected nccl, gloo or auto, got {choice!r}")
     require_torch()
-    import torch
-
-    return "nccl" if torch.cuda.is_available() else "gloo"
+    torch = import_torch()
+    return "nccl" if torch.cuda.is_available() and torch.distributed.is_nccl_available() else "gloo"
 
 
 def world_size(opts: CaptureOptions) -> int:
@@ -94,11 +119,19 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
     if opts.nnodes != "1" and not _has_rendezvous(opts.torchrun_args):
         raise InputError(f"--nnodes {opts.nnodes}: every node must meet at one rendezvous; add it after `--`, "
                          "e.g. -- --rdzv-backend c10d --rdzv-endpoint HOST:29500 --rdzv-id JOB")
-    if opts.out_dir.exists() and (not opts.out_dir.is_dir() or any(opts.out_dir.iterdir())):
-        raise InputError(f"--out {opts.out_dir}: exists and is not an empty directory; pick a new one")
+    if opts.out_dir.exists() and not opts.out_dir.is_dir():
+        raise InputError(f"--out {opts.out_dir}: exists and is not a directory; pick a new one")
+    d = opts.host_dir
+    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        what = "--out" if d == opts.out_dir else f"--out {opts.out_dir}: this node's directory"
+        raise InputError(f"{what} {d}: exists and is not an empty directory; pick a new one")
     if opts.backend == "gloo":
         return tuple(f"{f.spec or f.kind}: only changes NCCL's behaviour; with gloo it is recorded, "
                      f"nothing more" for f in opts.faults if f.kind in NCCL_ONLY)
+    if opts.timeout_s + DUMP_WAIT_MS / 1000 >= TORCHRUN_GRACE_S:
+        return ((f"--timeout {opts.timeout_s:g}: with PyTorch's {DUMP_WAIT_MS / 1000:g} s dump wait it reaches "
+                 f"torchrun's {TORCHRUN_GRACE_S:g} s SIGTERM-to-SIGKILL grace; a survivor's own timeout dump "
+                 "may be cut short"),)
     return ()
 
 
@@ -114,15 +147,32 @@ def _has_rendezvous(args: Sequence[str]) -> bool:
     return any(a.startswith(("--rdzv", "--master")) for a in args)
 
 
+def _arg_value(args: Sequence[str], *names: str) -> str | None:
+    """The value of `--name V` or `--name=V` among torchrun's extra arguments."""
+    for i, a in enumerate(args):
+        for n in names:
+            if a == n and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
 def config_for(opts: CaptureOptions) -> CaptureConfig:
-    return CaptureConfig(out_dir=str(opts.out_dir.resolve()), backend=opts.backend, timeout_s=opts.timeout_s,
-                         faults=opts.faults, coll=opts.coll, extra_env=opts.extra_env)
+    return CaptureConfig(out_dir=str(opts.host_dir.resolve()), backend=opts.backend, timeout_s=opts.timeout_s,
+                         faults=opts.faults, coll=opts.coll, extra_env=opts.extra_env,
+                         allow_shared_gpu=opts.allow_shared_gpu)
 
 
-def run_capture(opts: CaptureOptions, *, echo: Callable[[str], None] | None = None) -> CaptureResult:
-    """Run the job to completion or to the deadline; always leaves the run manifest behind."""
+def run_capture(opts: CaptureOptions, *, echo: Callable[[str], None] | None = None,
+                probe: Callable[[], GpuProbe] | None = None) -> CaptureResult:
+    """Check, then run the job to completion or to the deadline; always leaves the run manifest behind.
+    Nothing is written when the options or the pre-flight refuse the job."""
     require_torch()
     notes = check_options(opts)
+    if opts.backend == "nccl":
+        notes += preflight((probe or probe_gpus)(), backend=opts.backend, nproc_per_node=opts.nproc_per_node,
+                           allow_shared_gpu=opts.allow_shared_gpu, extra_env=dict(opts.extra_env))
     cfg = config_for(opts)
     lay = cfg.layout
     lay.make_dirs()
@@ -130,94 +180,16 @@ def run_capture(opts: CaptureOptions, *, echo: Callable[[str], None] | None = No
     env = {**os.environ, **job_env(cfg)}
     started, t0 = utc_now(), time.monotonic()
     with open(lay.launcher_log, "w", encoding="utf-8", errors="replace") as log:
-        rc, timed_out = _supervise(argv, env, opts.deadline_s, log, echo)
+        rc, timed_out = supervise(argv, env, opts.deadline_s, log, echo)
     elapsed = time.monotonic() - t0
     if timed_out:
         notes += (f"the run passed its {opts.deadline_s:g} s deadline and was killed",)
+    settled = settle_manifests(sorted((lay.root / "manifest").glob("rank*.json")), lay.launcher_log,
+                               returncode=rc, timed_out=timed_out)
     result = CaptureResult(out_dir=lay.root, argv=tuple(argv), returncode=rc, timed_out=timed_out,
-                           elapsed_s=elapsed, files=collect_files(lay), notes=notes)
+                           elapsed_s=elapsed, files=collect_files(lay), notes=notes, settled=tuple(settled))
     _write_run_manifest(opts, cfg, result, started)
     return result
-
-
-def _supervise(argv: list[str], env: dict[str, str], deadline_s: float, log: TextIO,
-               echo: Callable[[str], None] | None) -> tuple[int, bool]:
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, text=True, errors="replace")
-    pump = threading.Thread(target=_pump, args=(proc, log, echo), daemon=True)
-    pump.start()
-    try:
-        rc = proc.wait(timeout=deadline_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        rc, timed_out = _kill_tree(proc), True
-    except BaseException:
-        _kill_tree(proc)
-        raise
-    pump.join(timeout=5)
-    return rc, timed_out
-
-
-def _pump(proc: subprocess.Popen[str], log: TextIO, echo: Callable[[str], None] | None) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        log.flush()
-        if echo is not None:
-            echo(line.rstrip("\n"))
-
-
-def _kill_tree(proc: subprocess.Popen[str]) -> int:
-    """SIGTERM torchrun and its workers (each in its own session) so they flush their evidence;
-    SIGKILL whatever is left after a grace period."""
-    pids = [proc.pid, *descendants(proc.pid)]
-    _signal_all(proc.pid, pids, signal.SIGTERM)
-    try:
-        return proc.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        _signal_all(proc.pid, [p for p in pids if _alive(p)], signal.SIGKILL)
-    return proc.wait()
-
-
-def _signal_all(leader: int, pids: Sequence[int], sig: signal.Signals) -> None:
-    try:
-        os.killpg(leader, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, from /proc (torchrun starts each worker in a new session, so
-    killing torchrun's process group alone would leave them running)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            stat = entry.read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
 
 
 def collect_files(lay: Layout) -> dict[str, list[str]]:
@@ -228,15 +200,15 @@ def collect_files(lay: Layout) -> dict[str, list[str]]:
 
 
 def _write_run_manifest(opts: CaptureOptions, cfg: CaptureConfig, res: CaptureResult, started: str) -> None:
-    host = socket.gethostname() if world_size(opts) > opts.nproc_per_node else None
     data = {
-        "schema": "ncclscope.capture.run/1", "argv": list(res.argv), "host": host or socket.gethostname(),
+        "schema": "ncclscope.capture.run/1", "argv": list(res.argv), "host": opts.host,
+        "out_dir": str(opts.out_dir), "node_dir": os.path.relpath(cfg.layout.root, opts.out_dir.resolve()),
         "backend": opts.backend, "nproc_per_node": opts.nproc_per_node, "nnodes": opts.nnodes,
         "world_size": world_size(opts), "timeout_s": opts.timeout_s, "deadline_s": opts.deadline_s,
         "faults": [f.to_json() for f in opts.faults], "config": cfg.to_json(),
         "job_env": {k: v for k, v in job_env(cfg).items() if k != "NCCLSCOPE_CAPTURE_CONFIG"},
+        "allow_shared_gpu": opts.allow_shared_gpu,
         "started_utc": started, "ended_utc": utc_now(), "elapsed_s": round(res.elapsed_s, 3),
-        "returncode": res.returncode, "timed_out": res.timed_out, "files": res.files, "notes": list(res.notes),
+        "returncode": res.returncode, "timed_out": res.timed_out, "settled_ranks": list(res.settled), "files": res.files, "notes": list(res.notes),
     }
-    path = cfg.layout.run_manifest(host)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    cfg.layout.run_manifest.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -3,6 +3,7 @@
 Order matters: the rank's output goes to its own log and its environment is set before torch
 (and so NCCL) is imported; every way out writes the manifest and flushes the profiler trace, and
 every failing one (Python error, SIGTERM) also the Flight Recorder dump, before the process ends.
+torch's elastic `record` wraps the run, so torchrun's failure summary holds the rank's real error.
 """
 
 from __future__ import annotations
@@ -78,18 +79,29 @@ def main() -> int:
     _install_handlers()
     man = Manifest(cfg.layout.manifest(rank), cfg, rank, local_rank, world)
     man.start()
-    return _run(cfg, rank, local_rank, man)
+    from torch.distributed.elastic.multiprocessing.errors import record
+
+    try:
+        return record(_run)(cfg, rank, local_rank, man) or 0
+    except Terminated:
+        code = EXIT_TERMINATED
+    except BaseException:  # noqa: BLE001 - already in the rank log, the manifest and torchrun's error file
+        code = EXIT_FAILED
+    flush_stdio()
+    os._exit(code)  # skip teardown that could block on peers that are gone
 
 
 def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
+    """Run the job; on failure write the evidence, then re-raise for `record` (never returns non-zero)."""
     import torch
     import torch.distributed as dist
 
     from ncclscope.capture import workload
 
     status, code, err, started = "failed", EXIT_FAILED, "", False
+    failure: BaseException | None = None
     try:
-        device = workload.pick_device(torch, cfg.backend, local_rank)
+        device = workload.pick_device(torch, cfg.backend, local_rank, shared_ok=cfg.allow_shared_gpu)
         man.update(versions={**man.data["versions"], **torch_versions(torch, cfg.backend)},
                    **device_info(torch, device))
         say(rank, f"init backend={cfg.backend} world_size={man.world_size} device={device} "
@@ -100,11 +112,11 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
         man.update(status="running", init_done_utc=utc_now())
         _steps(torch, cfg, rank, device, man)
         status, code = "completed", 0
-    except Terminated:
-        status, code, err = "terminated", EXIT_TERMINATED, "SIGTERM"
+    except Terminated as e:
+        status, code, err, failure = "terminated", EXIT_TERMINATED, "SIGTERM", e
         say(rank, "terminated by SIGTERM")
     except Exception as e:  # noqa: BLE001 - any failure is evidence: record it, then exit non-zero
-        err = f"{type(e).__name__}: {e}"
+        err, failure = f"{type(e).__name__}: {e}", e
         traceback.print_exc()
         say(rank, f"failed: {type(e).__name__}")
     finally:
@@ -113,16 +125,21 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
             # writing its evidence after the peer's error: that must not be cut short (SIGKILL follows
             # torchrun's grace period if this hangs).
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        # Like PyTorch's dump-on-timeout: a dump only when the run went wrong, so a dump's presence
-        # means what it means in a real job.
-        flight = ("not needed" if code == 0 else "no process group" if not started
+        flight = ("not needed" if not flight_needed(code, cfg) else "no process group" if not started
                   else dump_flight(torch, cfg.layout.flight(rank), cfg.backend))
         man.update(status=status, exit_code=code, error=err, flight_dump=flight, ended_utc=utc_now())
         flush_stdio()
-    if code == 0:
-        dist.destroy_process_group()
-        return 0
-    os._exit(code)  # skip teardown that could block on peers that are gone
+    if failure is not None:
+        raise failure  # `record` writes it to torchrun's error file; main() then exits without teardown
+    dist.destroy_process_group()
+    return 0
+
+
+def flight_needed(code: int, cfg: CaptureConfig) -> bool:
+    """Like PyTorch's dump-on-timeout: a dump when the rank failed, so a dump's presence means what
+    it means in a real job; and on every rank whenever a step fault was injected, even a rank that
+    completed (NCCL may let a size mismatch pass silently: the dumps still hold both sizes)."""
+    return code != 0 or cfg.step_faults
 
 
 def _eager_init(dist: Any, backend: str, device: Any) -> dict[str, Any]:
@@ -139,7 +156,8 @@ def _steps(torch: Any, cfg: CaptureConfig, rank: int, device: Any, man: Manifest
 
     plan = Plan.for_rank(cfg.faults, rank, cfg.fault_step)
     stall = cfg.timeout_s * 3 + 10
-    wl = workload.Workload(torch, device, plan, cfg.sizes, stall, lambda m: say(rank, m))
+    wl = workload.Workload(torch, device, plan, cfg.sizes, stall, lambda m: say(rank, m),
+                           sync_timeout_s=cfg.sync_timeout_s)
     trace = cfg.layout.trace(rank)
 
     def export(prof: Any) -> None:

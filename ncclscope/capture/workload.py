@@ -12,20 +12,25 @@ from collections.abc import Callable
 from typing import Any
 
 from ncclscope.capture.inject import Plan, mismatched_numel
+from ncclscope.capture.waiting import wait_for_event
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 # Phrases PyTorch uses when a backend lacks a collective (older gloo builds lack reduce_scatter).
 _UNSUPPORTED = ("not supported", "does not support", "unsupported", "not implemented")
 
 
-def pick_device(torch: Any, backend: str, local_rank: int) -> Any:
-    """cuda:<local rank> for NCCL (wrapping onto the visible GPUs, so two ranks may share one GPU
-    and show NCCL's duplicate-GPU failure); the CPU for gloo."""
+def pick_device(torch: Any, backend: str, local_rank: int, *, shared_ok: bool = False) -> Any:
+    """cuda:<local rank> for NCCL; the CPU for gloo. With `shared_ok` (--allow-shared-gpu) ranks wrap
+    onto the visible GPUs, so two ranks share one GPU on purpose. The launcher checked both already;
+    this guards a worker started some other way."""
     if backend != "nccl":
         return torch.device("cpu")
     n = torch.cuda.device_count()
     if n == 0:
         raise RuntimeError("--backend nccl needs a CUDA GPU; use --backend gloo on a CPU-only machine")
+    if local_rank >= n and not shared_ok:
+        raise RuntimeError(f"local rank {local_rank} has no GPU of its own ({n} visible); "
+                           "--allow-shared-gpu runs ranks on shared GPUs on purpose")
     dev = torch.device("cuda", local_rank % n)
     torch.cuda.set_device(dev)
     return dev
@@ -35,13 +40,13 @@ class Workload:
     """One training step and one round of collectives per `step()`, faults applied on the way."""
 
     def __init__(self, torch: Any, device: Any, plan: Plan, sizes: tuple[int, ...], stall_s: float,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], *, sync_timeout_s: float = 60.0) -> None:
         import torch.distributed as dist
 
         self.torch, self.dist, self.device, self.plan, self.say = torch, dist, device, plan, say
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.sizes = tuple(max(self.world, n // self.world * self.world) for n in sizes)
-        self.stall_s = stall_s
+        self.stall_s, self.sync_timeout_s = stall_s, sync_timeout_s
         self.skipped: dict[str, str] = {}
         self._model, self._opt = self._make_model()
 
@@ -66,8 +71,15 @@ class Workload:
                 if op not in self.skipped:
                     self._collective(step, op, numel, first=op not in seen)
                     seen.add(op)
+        self._sync(step)
+
+    def _sync(self, step: int) -> None:
+        """Wait for the step's GPU work by polling an event, never in `torch.cuda.synchronize()`:
+        a collective whose peer is gone never finishes, and a blocked main thread would let neither
+        torchrun's SIGTERM nor any deadline reach Python."""
         if self.device.type == "cuda":
-            self.torch.cuda.synchronize()
+            wait_for_event(self.torch.cuda.Event(), timeout_s=self.sync_timeout_s,
+                           what=f"step {step}'s CUDA work (collectives included)")
 
     def _delay(self) -> None:
         if self.plan.delay_s > 0:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ncclscope.capture import CaptureResult, Fault
+from ncclscope.capture.config import DEFAULT_TIMEOUT_S
 from ncclscope.cli import app
 from ncclscope.cli.console import stderr_console, stdout_console
 from ncclscope.cli.options import Quiet
@@ -25,7 +26,8 @@ class BackendChoice(str, Enum):
 
 
 INJECT_HELP = ("Fault to inject (repeatable): straggler:rank=R,delay_ms=D | hang:rank=R | mismatch:rank=R | "
-               "crash:rank=R[,code=C] | iface:rank=R,name=lo | no-ib:rank=R | no-p2p[:rank=R]. "
+               "crash:rank=R[,code=C] | iface:rank=R,name=lo | no-ib | no-p2p (every rank; "
+               "rank=R,asymmetric=yes: a transport mismatch). "
                "hang/mismatch/crash take at=STEP; rank=1+3 names several ranks.")
 
 
@@ -44,20 +46,25 @@ def capture(
     backend: Annotated[BackendChoice, typer.Option(
         "--backend", help="nccl (GPUs) or gloo (CPU); auto picks nccl when a GPU is visible.")] = BackendChoice.auto,
     timeout: Annotated[float, typer.Option(
-        "--timeout", help="Process-group (collective) timeout in seconds; a hang ends after it.")] = 30.0,
+        "--timeout", help="Process-group (collective) timeout in seconds; a hang ends after it. Keep it "
+        "well under torchrun's 30 s SIGTERM-to-SIGKILL grace.")] = DEFAULT_TIMEOUT_S,
     run_timeout: Annotated[float | None, typer.Option(
         "--run-timeout", help="Outer bound on the whole run, in seconds [default: 2 × timeout + 120].",
         show_default=False)] = None,
     coll: Annotated[bool, typer.Option("--coll", help="Add COLL to NCCL_DEBUG_SUBSYS (one line per collective).")]
     = False,
     env: Annotated[list[str] | None, typer.Option(
-        "--env", help="Extra KEY=VALUE for every rank (repeatable); wins over capture's own settings.",
-        show_default=False)] = None,
+        "--env", help="Extra KEY=VALUE for every rank (repeatable); wins over capture's own settings and "
+        "over the variables a fault sets.", show_default=False)] = None,
+    allow_shared_gpu: Annotated[bool, typer.Option(
+        "--allow-shared-gpu", help="NCCL with more ranks per node than GPUs: run it anyway (ranks share GPUs), "
+        "to capture NCCL's duplicate-GPU failure on purpose.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Run a small DDP + collectives job under torchrun and capture its evidence. Exit 0: evidence
     captured (a job that fails under an injected fault counts); 1: the job failed with no fault
-    injected; 2: bad options, torch missing, or no evidence at all."""
+    injected; 2: bad options, torch missing, a machine that cannot run the job (no NCCL, no GPU,
+    fewer GPUs than ranks), or no evidence at all."""
     from ncclscope.capture import CaptureOptions, parse_faults, resolve_backend, run_capture
 
     faults = parse_faults(inject or [])
@@ -65,12 +72,12 @@ def capture(
         out_dir=out or Path(f"ncclscope-capture-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"),
         nproc_per_node=nproc_per_node, nnodes=nnodes, backend=resolve_backend(backend.value), faults=faults,
         timeout_s=timeout, run_timeout_s=run_timeout, coll=coll, extra_env=_parse_env(env or []),
-        torchrun_args=tuple(torchrun_args or ()))
+        torchrun_args=tuple(torchrun_args or ()), allow_shared_gpu=allow_shared_gpu)
     err = stderr_console()
     echo = None if quiet else (lambda line: err.print(line, markup=False, highlight=False, style="dim",
                                                       soft_wrap=True))
     res = run_capture(opts, echo=echo)
-    _summary(res, faults)
+    _summary(res, faults, opts.out_dir)
     for note in res.notes:
         err.print(f"warning: {note}", markup=False)
     if not res.files.get("manifest"):
@@ -88,7 +95,7 @@ def _parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out.items()))
 
 
-def _summary(res: CaptureResult, faults: tuple[Fault, ...]) -> None:
+def _summary(res: CaptureResult, faults: tuple[Fault, ...], top: Path) -> None:
     out = stdout_console()
     state = "timed out (killed)" if res.timed_out else f"exit status {res.returncode}"
     out.print(f"capture: {res.out_dir}  ({state}, {res.elapsed_s:.1f} s)", markup=False)
@@ -96,4 +103,7 @@ def _summary(res: CaptureResult, faults: tuple[Fault, ...]) -> None:
         out.print(f"  {kind:9s} {len(files)} file(s)", markup=False)
     if faults:
         out.print("  injected " + "; ".join(f.spec for f in faults), markup=False)
-    out.print(f"next: ncclscope analyze {res.out_dir}", markup=False)
+    if res.settled:
+        out.print(f"  rank(s) {', '.join(map(str, res.settled))} died without a word: the launcher wrote "
+                  "how torchrun saw them end into their manifests", markup=False)
+    out.print(f"next: ncclscope analyze {top}", markup=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ncclscope.capture import CaptureConfig, CaptureOptions, parse_faults, torchrun_argv
-from ncclscope.capture.config import CONFIG_ENV, job_env, rank_env
+from ncclscope.capture.config import CONFIG_ENV, TORCHRUN_GRACE_S, job_env, rank_env
 from ncclscope.capture.launcher import WORKER_MODULE, check_options, descendants, world_size
 from ncclscope.cli import main
 from ncclscope.errors import InputError
@@ -48,8 +48,11 @@ def test_world_size_and_option_checks(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="rendezvous"):
         check_options(CaptureOptions(out_dir=tmp_path / "new", nnodes="2"))
     check_options(CaptureOptions(out_dir=tmp_path / "new", nnodes="2", torchrun_args=("--rdzv-endpoint", "h:1")))
-    notes = check_options(CaptureOptions(out_dir=tmp_path / "new", faults=parse_faults(["no-ib:rank=1"])))
+    notes = check_options(CaptureOptions(out_dir=tmp_path / "new", faults=parse_faults(["no-ib"])))
     assert notes and "only changes NCCL" in notes[0]
+    late = check_options(CaptureOptions(out_dir=tmp_path / "new", backend="nccl", timeout_s=30))
+    assert late and "grace" in late[0]
+    assert check_options(CaptureOptions(out_dir=tmp_path / "new", backend="nccl")) == ()
 
 
 def test_job_env_asks_nccl_and_pytorch_for_their_evidence(tmp_path: Path) -> None:
@@ -60,6 +63,11 @@ def test_job_env_asks_nccl_and_pytorch_for_their_evidence(tmp_path: Path) -> Non
     assert env["NCCL_DEBUG_SUBSYS"] == "ALL" and env["FOO"] == "1"  # --env wins
     assert env["NCCL_DEBUG_TIMESTAMP_LEVELS"] == "ALL" and "%6f" in env["NCCL_DEBUG_TIMESTAMP_FORMAT"]
     assert env["TORCH_CPP_LOG_LEVEL"] == "INFO" and env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
+    # The watchdog: abort the communicator but keep the process (2 = CleanUpOnly), monitoring on,
+    # no blocking wait, and a dump wait that ends well inside torchrun's SIGTERM-to-SIGKILL grace.
+    assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "2" and env["TORCH_NCCL_ENABLE_MONITORING"] == "1"
+    assert env["TORCH_NCCL_BLOCKING_WAIT"] == "0"
+    assert cfg.timeout_s + int(env["TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"]) / 1000 <= TORCHRUN_GRACE_S / 2
     assert int(env["TORCH_FR_BUFFER_SIZE"]) > 0 and int(env["TORCH_NCCL_TRACE_BUFFER_SIZE"]) > 0
     prefix = str(tmp_path / "flight" / "nccl_trace_rank_")
     assert env["TORCH_FR_DUMP_TEMP_FILE"] == prefix == env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]
@@ -70,6 +78,7 @@ def test_job_env_asks_nccl_and_pytorch_for_their_evidence(tmp_path: Path) -> Non
 
 def test_rank_env_gives_each_rank_its_own_nccl_file_and_faults(tmp_path: Path) -> None:
     cfg = CaptureConfig(out_dir=str(tmp_path), faults=parse_faults(["iface:rank=1,name=lo", "no-p2p"]))
+    assert cfg.step_faults is False
     r0, r1 = rank_env(cfg, 0), rank_env(cfg, 1)
     assert r0["NCCL_DEBUG_FILE"] != r1["NCCL_DEBUG_FILE"] and r1["NCCL_DEBUG_FILE"].endswith("nccl_rank1.log")
     assert "%" not in r0["NCCL_DEBUG_FILE"]

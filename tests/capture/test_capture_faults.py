@@ -20,9 +20,10 @@ from ncclscope.capture.inject import Plan, mismatched_numel
     ("crash:rank=1,code=13", Fault("crash", (1,), code=13)),
     ("iface:rank=1,name=lo", Fault("iface", (1,), name="lo")),
     ("iface:rank=1", Fault("iface", (1,), name="lo")),
-    ("no-ib:rank=2", Fault("no-ib", (2,))),
+    ("no-ib", Fault("no-ib", ())),
+    ("no-ib:rank=2,asymmetric=yes", Fault("no-ib", (2,), asymmetric=True)),
     ("no-p2p", Fault("no-p2p", ())),
-    ("NO-P2P:rank=1", Fault("no-p2p", (1,))),
+    ("NO-P2P:rank=1,asymmetric=TRUE", Fault("no-p2p", (1,), asymmetric=True)),
     (" straggler : rank = 1 , delay-ms = 5 ", Fault("straggler", (1,), delay_ms=5.0)),
 ])
 def test_parse_valid(spec: str, expected: Fault) -> None:
@@ -48,7 +49,11 @@ def test_parse_valid(spec: str, expected: Fault) -> None:
     ("crash:rank=1,code=0", "code must be an exit status"),
     ("crash:rank=1,code=300", "code must be an exit status"),
     ("iface:rank=1,name=lo;rm", "interface name"),
-    ("no-ib:rank=1,at=3", "unknown key(s) at"),
+    ("no-ib:at=3", "unknown key(s) at"),
+    ("no-p2p:rank=1", "a transport mismatch, give both rank= and asymmetric=yes"),
+    ("no-ib:rank=0+1", "no-ib applies to every rank"),
+    ("no-p2p:asymmetric=yes", "give both rank= and asymmetric=yes"),
+    ("no-p2p:rank=1,asymmetric=maybe", "asymmetric must be yes or no"),
 ])
 def test_parse_errors_are_clear(spec: str, message: str) -> None:
     with pytest.raises(FaultSpecError) as e:
@@ -79,16 +84,17 @@ def test_check_ranks_against_world_size() -> None:
 
 def test_environment_faults() -> None:
     assert parse_fault("iface:rank=1,name=eth9").env() == {"NCCL_SOCKET_IFNAME": "eth9", "GLOO_SOCKET_IFNAME": "eth9"}
-    assert parse_fault("no-ib:rank=0").env() == {"NCCL_IB_DISABLE": "1"}
+    assert parse_fault("no-ib").env() == {"NCCL_IB_DISABLE": "1"}
     assert parse_fault("no-p2p").env() == {"NCCL_P2P_DISABLE": "1"}
     assert parse_fault("hang:rank=0").env() == {}
-    assert parse_fault("no-p2p").applies_to(5)
-    assert not parse_fault("no-ib:rank=0").applies_to(1)
+    # Both ends of every connection see the same transport setting, unless a mismatch is asked for.
+    assert parse_fault("no-p2p").applies_to(5) and parse_fault("no-ib").applies_to(3)
+    assert not parse_fault("no-ib:rank=0,asymmetric=yes").applies_to(1)
 
 
 specs = st.sampled_from([
     "straggler:rank=1,delay_ms=50", "hang:rank=0,at=3", "mismatch:rank=2", "crash:rank=1,code=9",
-    "crash:rank=0+1", "iface:rank=1,name=eth0", "no-ib:rank=3", "no-p2p",
+    "crash:rank=0+1", "iface:rank=1,name=eth0", "no-ib", "no-ib:rank=3,asymmetric=yes", "no-p2p",
 ])
 
 
