@@ -26,15 +26,23 @@ _META = "()[]{}.*+?|^$\\"
 COMPILER_VERSION = 5  # bump when the regex compiler changes (the on-disk cache is keyed by it)
 
 
-def grammar_text(name: str = GRAMMAR_FILE) -> str:
-    """The grammar source: the wheel's `ncclscope/grammars` copy when installed, else the repo's."""
+def grammar_bytes(*parts: str) -> bytes:
+    """A file under `grammars/`: the wheel's `ncclscope/grammars` copy when installed, else the repo's.
+
+    The one loader for every grammar and catalog file (the log, torch and nccl-tests readers use it).
+    """
     try:
-        pkg = resources.files("ncclscope").joinpath("grammars", name)
+        pkg = resources.files("ncclscope").joinpath("grammars", *parts)
         if pkg.is_file():
-            return pkg.read_text(encoding="utf-8")
+            return pkg.read_bytes()
     except (ModuleNotFoundError, FileNotFoundError):  # pragma: no cover - defensive
         pass
-    return (_REPO_GRAMMARS / name).read_text(encoding="utf-8")
+    return _REPO_GRAMMARS.joinpath(*parts).read_bytes()
+
+
+def grammar_text(name: str = GRAMMAR_FILE) -> str:
+    """The grammar source `grammars/<name>` as text."""
+    return grammar_bytes(name).decode("utf-8")
 
 
 @dataclass(frozen=True)

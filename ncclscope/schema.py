@@ -243,7 +243,7 @@ COMMS: Schema = {
     "pg_name": pl.Utf8,  # PyTorch process group mapped through `created ncclComm_ 0x…`
 }
 
-# --- trace frames (built by ncclscope.parse.trace) --------------------------------------------
+# --- trace frames (built by ncclscope.parse.traces.read) --------------------------------------------
 
 TRACE_COLLECTIVES: Schema = {
     "path": pl.Utf8,
@@ -392,7 +392,7 @@ CLOCK_OFFSETS: Schema = {
     "n_samples": pl.Int64,
 }
 
-# --- Flight Recorder frames (built by ncclscope.parse.flight) -------------------------------
+# --- Flight Recorder frames (built by ncclscope.parse.flight.read) -------------------------------
 # One dump per rank (TORCH_NCCL_DEBUG_INFO_TEMP_FILE / TORCH_FR_DUMP_TEMP_FILE); `rank` is the
 # global rank taken from the file name's numeric suffix, as torch's own fr_trace does.
 

@@ -1,21 +1,25 @@
-"""Analysis session: runs parse → frames → align → findings over a set of inputs.
+"""Analysis session: runs parse → frames → align → hang → findings over a set of inputs.
 
 `analyze()` is the one entry point the CLI, the reports and the notebook API share; it never
-prints, it returns a `Session` holding every frame and every finding.
+prints, it returns a `Session` holding every stage's output and every finding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import polars as pl
 
 from ncclscope import align, parse
 from ncclscope import schema as S
+from ncclscope.align.phase import JobPhase
+from ncclscope.align.traces import AlignedCollectives
 from ncclscope.findings import Context, run_rules
 from ncclscope.frames import LogFrames
+from ncclscope.hang import HangView, build_hang_view
+from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding
 
 Progress = Callable[[str], None]
@@ -23,15 +27,21 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Session:
-    """The result of one analysis: frames per stage and the findings, errors first."""
+    """The result of one analysis: each stage's output and the findings, errors first.
+
+    `notes` gathers every stage's notes (inputs, logs, traces, aligned traces, Flight Recorder
+    dumps), in that order: what was skipped, cut or could not be read.
+    """
 
     logs: LogFrames
-    ranks: pl.DataFrame
-    comms: pl.DataFrame
+    ranks: pl.DataFrame  # schema.RANKS
+    comms: pl.DataFrame  # schema.COMMS
     findings: tuple[Finding, ...]
-    traces: Any = None
-    aligned_traces: Any = None
-    flight: Any = None
+    traces: TraceFrames | None = None
+    aligned_traces: AlignedCollectives | None = None
+    flight: FlightFrames | None = None
+    phase: JobPhase = field(default_factory=JobPhase)
+    hang: HangView = field(default_factory=HangView)
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -58,13 +68,15 @@ def analyze(
     # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
     aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
     flight = parse.read_flight(inputs.dumps) if inputs.dumps else None
+    phase = align.job_phase(logs)
+    hang = build_hang_view(logs, flight)
     ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight,
-                  phase=align.job_phase(logs))
+                  phase=phase, hang=hang)
     findings = tuple(run_rules(ctx))
+    notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight)
     return Session(logs=logs, ranks=ranks, comms=comms, findings=findings, traces=traces,
-                   aligned_traces=aligned, flight=flight,
-                   notes=logs.notes + inputs.notes + _notes(traces) + _notes(aligned))
+                   aligned_traces=aligned, flight=flight, phase=phase, hang=hang, notes=notes)
 
 
-def _notes(stage: Any) -> tuple[str, ...]:
-    return tuple(getattr(stage, "notes", ()) or ())
+def _notes(stage: TraceFrames | AlignedCollectives | FlightFrames | None) -> tuple[str, ...]:
+    return stage.notes if stage is not None else ()

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import polars as pl
 
 from ncclscope.align.phase import JobPhase
+from ncclscope.align.traces import AlignedCollectives
 from ncclscope.frames import LogFrames
+from ncclscope.hang.verdict import HangView
+from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding, Severity, sort_findings
 
 
@@ -24,11 +27,11 @@ class Context:
     logs: LogFrames
     ranks: pl.DataFrame  # schema.RANKS
     comms: pl.DataFrame  # schema.COMMS
-    traces: Any = None  # ncclscope.parse.trace.TraceFrames
-    aligned_traces: Any = None  # ncclscope.align.traces.AlignedCollectives
-    flight: Any = None  # ncclscope.parse.flight.FlightFrames
-    options: dict[str, object] = field(default_factory=dict)
+    traces: TraceFrames | None = None
+    aligned_traces: AlignedCollectives | None = None
+    flight: FlightFrames | None = None
     phase: JobPhase = field(default_factory=JobPhase)  # teardown/failure lines per input (align.phase)
+    hang: HangView = field(default_factory=HangView)  # the hang stage's view (ncclscope.hang)
     prior: tuple[Finding, ...] = ()  # what the other rules found (given to `post` rules only)
 
 
@@ -90,13 +93,22 @@ def all_rules() -> list[Rule]:
     return list(REGISTRY.values())
 
 
+# Every rules module, listed once: importing one registers its rules (an unlisted module's rules
+# never run, and tests/findings/test_registry.py checks that each rules_*.py file is listed).
+RULE_MODULES = (
+    "rules_config",
+    "rules_errors",
+    "rules_gpu",
+    "rules_hang",
+    "rules_iface",
+    "rules_topology",
+    "rules_traces",
+    "rules_warn",
+)
+
+
 def _load_rule_modules() -> None:
-    # Importing a rules module registers its rules; modules are added as stages land.
     import importlib
-    import pkgutil
 
-    import ncclscope.findings as pkg
-
-    for m in pkgutil.iter_modules(pkg.__path__):
-        if m.name.startswith("rules_"):
-            importlib.import_module(f"ncclscope.findings.{m.name}")
+    for name in RULE_MODULES:
+        importlib.import_module(f"ncclscope.findings.{name}")

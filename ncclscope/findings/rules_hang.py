@@ -1,7 +1,7 @@
 """Findings stage, hang rules: the stuck collective and the ranks holding it up (issue 3).
 
-All four rules read one `HangReport` (ncclscope.align.hang_verdict), computed once per analysis
-and kept in `ctx.options`; the heuristics live there and in ncclscope.align.hang_classify.
+All four rules read the hang stage's `HangView` (`ctx.hang`, built once per analysis by
+ncclscope.hang); the heuristics live there and in ncclscope.hang.classify.
 """
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from ncclscope.align.hang_classify import HangVerdict, ev, fmt_ranks
-from ncclscope.align.hang_verdict import HangReport, analyze_hang
 from ncclscope.findings.registry import Context, rule
+from ncclscope.hang.classify import HangVerdict, ev, fmt_ranks
+from ncclscope.hang.verdict import HangView
 from ncclscope.records import Evidence, Finding
-
-_MEMO = "_hang_report"
 
 WHY = {
     "a": "A collective completes only when every rank of the group calls it; these ranks never did, so the "
@@ -46,15 +44,6 @@ FIX = {
 }
 
 
-def hang_report(ctx: Context) -> HangReport:
-    """The hang analysis of this context, computed on first use."""
-    rep = ctx.options.get(_MEMO)
-    if not isinstance(rep, HangReport):
-        rep = analyze_hang(ctx.logs, ctx.flight)
-        ctx.options[_MEMO] = rep
-    return rep
-
-
 def _finding(v: HangVerdict, rule_id: str, title: str) -> Finding:
     why = WHY[v.klass] + (f" Missing evidence: {'; '.join(v.missing)}." if v.missing else "")
     return Finding(id=rule_id, severity="error" if v.hang_evidence else "warning", title=title, why=why,
@@ -73,7 +62,7 @@ def collective_hang(ctx: Context) -> Iterable[Finding]:
     `dump signal … from rank N` only detected the timeout and is never blamed. Confidence is high
     only with every rank of the group in the evidence; the finding lists what evidence was missing.
     An opCount disagreement with no timeout anywhere is reported as a warning."""
-    for v in hang_report(ctx).verdicts:
+    for v in ctx.hang.verdicts:
         if v.klass == "c" and not v.hang_evidence:
             continue  # a mismatch alone is collective-mismatch's business
         yield _finding(v, "collective-hang", v.sentence)
@@ -86,7 +75,7 @@ def collective_mismatch(ctx: Context) -> Iterable[Finding]:
     entries with the same (process group, collective_seq_id), different op/count/datatype in COLL
     lines with the same (commId, opCount), or watchdog SeqNums that differ across ranks of a group.
     The culprits are the ranks outside the majority (all of them when there is no majority)."""
-    for v in hang_report(ctx).mismatches:
+    for v in ctx.hang.mismatches:
         title = f"Ranks entered different collectives at #{v.seq} on {v.group} (ranks {fmt_ranks(v.culprits)} differ)"
         yield _finding(v, "collective-mismatch", title)
 
@@ -99,7 +88,7 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
     first, and the other ranks' timeouts are its echo. When a
     collective is stuck, a log that ends mid-line (no final newline) is reported as a warning: the
     writer was killed mid-write."""
-    rep = hang_report(ctx)
+    rep = ctx.hang
     causes = {int(c["rank"]): c for c in rep.causes.filter(~pl.col("echo")).iter_rows(named=True)}
     for r, e in rep.exited:
         cause = causes.get(r)
@@ -127,7 +116,7 @@ _VIA = {"spawn": "torch.multiprocessing.spawn reported it", "torchrun_table": "t
         "traceback": "its traceback ends the rank's log", "line": "the rank's log ends with it"}
 
 
-def _exited_by_exception(r: int, e: Evidence, cause: dict[str, object], rep: HangReport) -> Finding:
+def _exited_by_exception(r: int, e: Evidence, cause: dict[str, object], rep: HangView) -> Finding:
     """Rank r raised a fatal exception (OOM, CUDA error, …): name it, cite it, list the others' echoes."""
     exc, msg = str(cause["exc_type"]), str(cause["message"] or "")
     short = msg if len(msg) <= 140 else msg[:137] + "..."
@@ -144,11 +133,11 @@ def _exited_by_exception(r: int, e: Evidence, cause: dict[str, object], rep: Han
                             "local_rank": cause["local_rank"], "via": cause["via"], **_echo_metrics(rep)})
 
 
-def _echo_evidence(rep: HangReport, n: int) -> tuple[Evidence, ...]:
+def _echo_evidence(rep: HangView, n: int) -> tuple[Evidence, ...]:
     return tuple(ev(p, ln, tx) for p, ln, tx in rep.echoes.select("path", "line", "text").head(n).iter_rows())
 
 
-def _echo_metrics(rep: HangReport) -> dict[str, object]:
+def _echo_metrics(rep: HangView) -> dict[str, object]:
     """The other ranks' reactions (timeouts, lost peers, the launcher's SIGTERMs): echoes, not causes."""
     e = rep.echoes
     return {"echo_ranks": sorted(set(e["rank"].drop_nulls().to_list())),
@@ -162,7 +151,7 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     NumelOut, Timeout(ms))` line (also hard-wrapped ones and blocking-wait timeouts) and every gloo
     `Timed out waiting …ms for recv/send` (gloo's own timeout, no SeqNum), grouped by SeqNum and
     OpType: which ranks timed out, after how long, against which timeout."""
-    t = hang_report(ctx).timeouts
+    t = ctx.hang.timeouts
     if t is None or t.is_empty():
         return
     g = t.group_by("seq", "op_type", maintain_order=True).agg(

@@ -161,7 +161,8 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
                                & (pl.col("msg_bytes") >= LOW_BUSBW_MIN_BYTES))
     if big.is_empty():
         return []
-    bw = float(big["busbw_gbps"].median())
+    med = big["busbw_gbps"].median()
+    bw = float(med) if isinstance(med, (int, float)) else 0.0
     if bw >= LOW_BUSBW_SHARE * link:
         return []
     return [Finding(

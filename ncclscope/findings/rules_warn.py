@@ -16,7 +16,7 @@ import polars as pl
 
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import make
-from ncclscope.parse.families import BENIGN_WARNS
+from ncclscope.parse.logs.families import BENIGN_WARNS
 from ncclscope.records import Finding
 
 MAX_SHAPES = 12

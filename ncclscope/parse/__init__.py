@@ -9,22 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.parse.inputs import Inputs, classify_inputs
-from ncclscope.parse.trace import read_traces
+from ncclscope.parse.traces.read import read_traces
 
 if TYPE_CHECKING:
-    from ncclscope.parse.flight import read_flight
-    from ncclscope.parse.logs import read_logs
+    from ncclscope.parse.flight.read import read_flight
+    from ncclscope.parse.logs.read import read_logs
 
 __all__ = ["Inputs", "classify_inputs", "read_flight", "read_logs", "read_traces"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "read_logs":
-        from ncclscope.parse.logs import read_logs
+        from ncclscope.parse.logs.read import read_logs
 
         return read_logs
     if name == "read_flight":
-        from ncclscope.parse.flight import read_flight
+        from ncclscope.parse.flight.read import read_flight
 
         return read_flight
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Report stage, hang view: how far each rank got, one row per rank, for tables and the hang figure.
 
-The per-rank facts come from the hang analysis (`ncclscope.align.hang`: PyTorch watchdog / PG
+The per-rank facts come from the hang stage's view (`Session.hang`, built by `ncclscope.hang`: PyTorch watchdog / PG
 status lines, Flight Recorder dumps, NCCL COLL opCounts); this module only picks the group to
 show (the one the hang verdict names, else the largest) and marks who is behind.
 """
@@ -86,9 +86,7 @@ def hang(s: Any) -> pl.DataFrame:
     `behind` marks ranks below the most advanced rank (or named by the hang verdict); `silent`
     marks ranks of the group that printed nothing of the kind.
     """
-    from ncclscope.align.hang_verdict import analyze_hang
-
-    rep = analyze_hang(s.logs, s.flight)
+    rep = s.hang
     group, culprits, size = _verdict_group(s.findings)
     torch, coll = _torch_part(rep.progress, group), _coll_part(rep.coll)
     if torch.is_empty() and coll.is_empty():

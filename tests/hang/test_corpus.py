@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.align.hang_verdict import analyze_hang
+from ncclscope.hang import build_hang_view
 from ncclscope.parse import read_logs
 
 NOT_30 = frozenset(set(range(32)) - {12, 13})
@@ -97,7 +97,7 @@ LABELS = ("hang", "watchdog_timeout", "timeout")
 
 
 def _check(e: Expect, log: Path) -> tuple[bool, str]:
-    verdicts = [v for v in analyze_hang(read_logs([str(log)])).verdicts if v.hang_evidence]
+    verdicts = [v for v in build_hang_view(read_logs([str(log)])).verdicts if v.hang_evidence]
     if not e.verdict:
         return not verdicts, "none" if not verdicts else verdicts[0].sentence
     if not verdicts:

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from ncclscope.errors import InputError, UnsafePickleError
-from ncclscope.parse.flight import load_plain_pickle, rank_from_name, read_flight
+from ncclscope.parse.flight.read import load_plain_pickle, rank_from_name, read_flight
 
 from .fixtures import fr_dump, fr_entry, fr_scenario, write_dumps
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ncclscope.align import hang_exits as X
-from ncclscope.align.hang import torch_rows, untracked_groups
-from ncclscope.align.hang_verdict import analyze_hang
 from ncclscope.cli import main
+from ncclscope.hang import build_hang_view
+from ncclscope.hang import exits as X
+from ncclscope.hang.progress import torch_rows, untracked_groups
 from ncclscope.parse import read_logs
-from ncclscope.parse.flight import read_flight
+from ncclscope.parse.flight.read import read_flight
 from ncclscope.parse.inputs import classify_inputs
 
 from .fixtures import fr_dump, fr_entry, fr_scenario, write_dumps
@@ -35,7 +35,7 @@ def _dumps(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", list(WANT))
 def test_capture_logs_and_dumps(name: str) -> None:
-    rep = analyze_hang(read_logs(_logs(name)), read_flight(_dumps(name)))
+    rep = build_hang_view(read_logs(_logs(name)), read_flight(_dumps(name)))
     v = rep.verdicts[0]
     assert (v.klass, v.culprits) == WANT[name], v.sentence
     assert v.source == "flight" and v.seq == 71
@@ -44,7 +44,7 @@ def test_capture_logs_and_dumps(name: str) -> None:
 @pytest.mark.parametrize("name", list(WANT))
 def test_capture_logs_alone(name: str) -> None:
     """Without dumps the verdict comes from gloo's errors and torchrun's report (lower confidence)."""
-    v = analyze_hang(read_logs(_logs(name))).verdicts[0]
+    v = build_hang_view(read_logs(_logs(name))).verdicts[0]
     assert (v.klass, v.culprits) == WANT[name], v.sentence
     assert v.source == "gloo" and v.confidence in ("low", "medium")
 
@@ -70,15 +70,15 @@ def test_nccl_dumps_keep_their_completion_semantics(tmp_path: Path) -> None:
             out[r] = fr_dump(ents, top, top, 4)
         return out
 
-    nccl = analyze_hang(read_logs([]), read_flight(write_dumps(tmp_path / "n", dumps("nccl")))).verdicts[0]
-    gloo = analyze_hang(read_logs([]), read_flight(write_dumps(tmp_path / "g", dumps("gloo")))).verdicts[0]
+    nccl = build_hang_view(read_logs([]), read_flight(write_dumps(tmp_path / "n", dumps("nccl")))).verdicts[0]
+    gloo = build_hang_view(read_logs([]), read_flight(write_dumps(tmp_path / "g", dumps("gloo")))).verdicts[0]
     assert nccl.klass == "e" and not nccl.hang_evidence
     assert (gloo.klass, gloo.culprits, gloo.seq) == ("a", (2,), 11)
 
 
 def test_torchrun_report_is_read_and_root_cause_is_not_blamed() -> None:
     lf = read_logs(_logs("hang"))
-    rep = analyze_hang(lf)
+    rep = build_hang_view(lf)
     torch = X.with_file_rank(torch_rows(lf), X.file_ranks(lf))
     ex = X.launcher_exits(torch).sort("rank")
     assert ex["exit_code"].to_list() == [1, 143, 1, 1]
@@ -94,7 +94,7 @@ def test_crash_signal_and_mismatch_abort() -> None:
     ex = X.launcher_exits(X.with_file_rank(torch_rows(crash), X.file_ranks(crash)))
     row = ex.filter(pl.col("rank") == 3).row(0, named=True)
     assert (row["exit_code"], row["signal"], row["stopped_by_launcher"]) == (-9, "SIGKILL", False)
-    assert [r for r, _ in analyze_hang(crash).exited] == [3]
+    assert [r for r, _ in build_hang_view(crash).exited] == [3]
     mism = read_logs(_logs("mismatch"))
     g = X.gloo_facts(X.with_file_rank(torch_rows(mism), X.file_ranks(mism)))
     sm = g.filter(pl.col("kind") == "gloo_size_mismatch")

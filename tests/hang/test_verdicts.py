@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.align.hang_classify import HangVerdict
-from ncclscope.align.hang_verdict import HangReport, analyze_hang
+from ncclscope.hang import HangView, build_hang_view
+from ncclscope.hang.classify import HangVerdict
 from ncclscope.parse import read_flight, read_logs
 
 from .fixtures import fr_scenario, scenario, write_dumps
@@ -16,11 +16,11 @@ from .fixtures import fr_scenario, scenario, write_dumps
 SIZES = [2, 8, 64]
 
 
-def _hang(paths: list[str], dumps: list[str] | None = None) -> HangReport:
-    return analyze_hang(read_logs(paths), read_flight(dumps) if dumps else None)
+def _hang(paths: list[str], dumps: list[str] | None = None) -> HangView:
+    return build_hang_view(read_logs(paths), read_flight(dumps) if dumps else None)
 
 
-def _main(rep: HangReport) -> HangVerdict:
+def _main(rep: HangView) -> HangVerdict:
     errors = [v for v in rep.verdicts if v.hang_evidence]
     assert errors, rep.verdicts
     return errors[0]
@@ -60,7 +60,7 @@ def test_first_detector_is_never_blamed(tmp_path: Path, n: int) -> None:
 @pytest.mark.parametrize("klass", ["a", "b", "c", "e"])
 def test_flight_recorder_dumps_alone(tmp_path: Path, klass: str, n: int) -> None:
     culprit = n - 1
-    v = analyze_hang(read_logs([]), read_flight(write_dumps(tmp_path, fr_scenario(klass, n, culprit)))).verdicts[0]
+    v = build_hang_view(read_logs([]), read_flight(write_dumps(tmp_path, fr_scenario(klass, n, culprit)))).verdicts[0]
     assert v.klass == klass and v.source == "flight"
     expected = (0, 1) if (klass, n) == ("c", 2) else (culprit,) if klass in "ac" else ()
     assert v.culprits == expected
@@ -72,7 +72,7 @@ def test_real_gloo_dumps(samples_dir: Path) -> None:
     base = samples_dir / "hang" / "flight_gloo_torch2.13"
     got = {}
     for sc in ("a_rank_skips", "c_mismatch", "e_all_done"):
-        v = analyze_hang(read_logs([]), read_flight(sorted(str(p) for p in (base / sc).glob("nccl_*")))).verdicts[0]
+        v = build_hang_view(read_logs([]), read_flight(sorted(str(p) for p in (base / sc).glob("nccl_*")))).verdicts[0]
         got[sc] = (v.klass, v.culprits)
     assert got == {"a_rank_skips": ("a", (2,)), "c_mismatch": ("c", (1,)), "e_all_done": ("e", ())}
 

@@ -16,9 +16,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ncclscope import grammar as G
-from ncclscope.parse import fastpath, peel, read_logs, rx
-from ncclscope.parse.lark_path import field_text, lark_family
-from ncclscope.parse.reader import ReadStats, read_chunks
+from ncclscope.parse import read_logs
+from ncclscope.parse.logs import match, peel, rx
+from ncclscope.parse.logs.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.reference import field_text, lark_family
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -45,13 +46,13 @@ def _messages(paths: list[str]) -> list[str]:
 def _check_messages(msgs: list[str]) -> list[tuple[str, object, object]]:
     bad = []
     for m in msgs:
-        i = fastpath.first_family(m)
+        i = match.first_family(m)
         lark = lark_family(m)
         if i is None:
             if lark is not None:
                 bad.append((m, None, lark))
             continue
-        fam, pat, _ = fastpath.family_patterns()[i]
+        fam, pat, _ = match.family_patterns()[i]
         fast = (fam, _regex_fields(pat, m))
         if lark != fast:
             bad.append((m, fast, lark))
@@ -106,10 +107,10 @@ def test_wrapper_regex_and_lark_agree(wrapper: str) -> None:
 def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sorted(str(p) for p in corpus_dir.glob("*.log"))
     monkeypatch.setattr(rx, "SMALL", 10**9)
-    monkeypatch.setattr(fastpath, "SMALL", 10**9)
+    monkeypatch.setattr(match, "SMALL", 10**9)
     py = read_logs(paths)
     monkeypatch.setattr(rx, "SMALL", 0)
-    monkeypatch.setattr(fastpath, "SMALL", 0)
+    monkeypatch.setattr(match, "SMALL", 0)
     polars = read_logs(paths)
     assert py.coverage == polars.coverage
     for name in py.table_names():
@@ -118,9 +119,9 @@ def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path, monkey
 
 def test_coll_dedup_path_equals_plain_matching(bench_logs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """COLL lines deduplicated around opCount give the same rows as matching every line."""
-    monkeypatch.setattr(fastpath, "SMALL", 0)
+    monkeypatch.setattr(match, "SMALL", 0)
     fast = read_logs(bench_logs)
-    monkeypatch.setattr(fastpath, "VARYING", {})
+    monkeypatch.setattr(match, "VARYING", {})
     plain = read_logs(bench_logs)
     assert fast.collectives.height == 12 * 6 - 3
     assert_frame_equal(fast.collectives, plain.collectives, check_row_order=False)

@@ -7,7 +7,8 @@ from pathlib import Path
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.parse import read_logs, torch_lines
+from ncclscope.parse import read_logs
+from ncclscope.parse.logs import runtime_lines
 
 LOG = """\
 NCCL version 2.19.3+cuda12.3
@@ -28,7 +29,7 @@ def test_frames_and_coverage(tmp_path: Path) -> None:
     path = tmp_path / "rank0.log"
     path.write_text(LOG)
     lf = read_logs([str(path)])
-    torch_hit = torch_lines.match(LOG.splitlines()[9].split(":", 1)[1]) is not None
+    torch_hit = runtime_lines.match(LOG.splitlines()[9].split(":", 1)[1]) is not None
     for name in lf.table_names():  # every table follows its declared schema
         assert getattr(lf, name).schema == pl.Schema(getattr(S, name.upper())), name
     cov = lf.coverage

@@ -15,8 +15,9 @@ import polars as pl
 import pytest
 
 from ncclscope import grammar as G
-from ncclscope.parse import fastpath, peel, read_logs
-from ncclscope.parse.lark_path import parse_line
+from ncclscope.parse import read_logs
+from ncclscope.parse.logs import match, peel
+from ncclscope.parse.logs.reference import parse_line
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "families"
 REGEN = os.environ.get("NCCLSCOPE_REGEN_GOLDEN") == "1"
@@ -51,8 +52,8 @@ def test_examples_belong_to_their_family(family: str) -> None:
     df = pl.DataFrame({"raw": lines, "_row": range(len(lines))})
     msgs = peel.split(peel.clean(df)).sort("_row")["msg"].to_list()
     for line, msg in zip(lines, msgs, strict=True):
-        idx = fastpath.first_family(msg)
-        assert idx is not None and fastpath.family_patterns()[idx][0] == family, line
+        idx = match.first_family(msg)
+        assert idx is not None and match.family_patterns()[idx][0] == family, line
 
 
 @pytest.mark.parametrize("family", G.families())

@@ -8,9 +8,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from ncclscope.parse import fastpath, lane, logs, read_logs
-from ncclscope.parse.logs import prepare
-from ncclscope.parse.reader import ReadStats, read_chunks
+from ncclscope.parse import read_logs
+from ncclscope.parse.logs import lane, match
+from ncclscope.parse.logs import read as logs
+from ncclscope.parse.logs.read import prepare
+from ncclscope.parse.logs.reader import ReadStats, read_chunks
 
 P = "node-1:100:101 [0] NCCL "
 MSG = ("AllReduce: opCount {op} sendbuff 0x7f01 recvbuff 0x7f02 count {n} datatype 7 op 0 root 0 "
@@ -43,9 +45,9 @@ def _write(tmp: Path) -> list[str]:
 
 def test_lane_equals_general_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = _write(tmp_path)
-    monkeypatch.setattr(fastpath, "SMALL", 0)
+    monkeypatch.setattr(match, "SMALL", 0)
     fast = read_logs(paths)
-    monkeypatch.setattr(fastpath, "VARYING", {})
+    monkeypatch.setattr(match, "VARYING", {})
     plain = read_logs(paths)
     assert fast.coverage == plain.coverage
     for name in fast.table_names():
@@ -56,7 +58,7 @@ def test_lane_equals_general_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_lane_takes_plain_shapes_and_leaves_odd_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = _write(tmp_path)
-    monkeypatch.setattr(fastpath, "SMALL", 0)
+    monkeypatch.setattr(match, "SMALL", 0)
     raw = pl.concat([c for p in paths for c in read_chunks(p, ReadStats())])
     part, rest = lane.Lane(prepare).split(raw)
     coll = part.frame()
@@ -72,7 +74,7 @@ def test_lane_takes_plain_shapes_and_leaves_odd_lines(tmp_path: Path, monkeypatc
 def test_shapes_are_parsed_once_across_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Small batches and a small general-path buffer: same frames as one batch, each shape learned once."""
     paths = _write(tmp_path)
-    monkeypatch.setattr(fastpath, "SMALL", 0)
+    monkeypatch.setattr(match, "SMALL", 0)
     whole = read_logs(paths)
     monkeypatch.setattr(logs, "BATCH_LINES", 7)
     monkeypatch.setattr(logs, "PENDING_LINES", 5)

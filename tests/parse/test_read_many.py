@@ -10,8 +10,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ncclscope.errors import InputError
-from ncclscope.parse import reader
-from ncclscope.parse.reader import ReadStats, read_chunks, read_many
+from ncclscope.parse.logs import reader
+from ncclscope.parse.logs.reader import ReadStats, read_chunks, read_many
 
 
 def _inputs(tmp: Path) -> list[str]:

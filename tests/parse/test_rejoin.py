@@ -9,8 +9,10 @@ import polars as pl
 import pytest
 
 from ncclscope.frames import LogFrames
-from ncclscope.parse import logs, read_logs, rejoin
-from ncclscope.parse.reader import ReadStats, read_chunks
+from ncclscope.parse import read_logs
+from ncclscope.parse.logs import read as logs
+from ncclscope.parse.logs import rejoin
+from ncclscope.parse.logs.reader import ReadStats, read_chunks
 
 P = "node-00:12:34 [0] NCCL INFO "
 W = "node-00:12:34 [0] misc/socket.cc:1 NCCL WARN "

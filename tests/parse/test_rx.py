@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ncclscope import grammar as G
-from ncclscope.parse import peel, rx
+from ncclscope.parse.logs import peel, rx
 
 
 def _all_patterns() -> list[str]:

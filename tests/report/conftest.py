@@ -11,6 +11,7 @@ import pytest
 
 from ncclscope import schema as S
 from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames
+from ncclscope.hang import build_hang_view
 from ncclscope.records import Evidence, Finding
 from ncclscope.session import Session
 
@@ -279,6 +280,7 @@ def make_session(with_traces: bool = True, **over: Any) -> Session:
         comms=comms,
         findings=over.pop("findings", findings()),
         traces=traces() if with_traces else None,
+        hang=over.pop("hang", build_hang_view(logs)),
         notes=logs.notes,
         **over,
     )

@@ -9,7 +9,7 @@ import pytest
 from trace_fixtures import DLRM, SAMPLES, load, nccl_kernels
 
 from ncclscope.align.traces import AlignedCollectives, align_traces, bus_factor
-from ncclscope.parse.trace import read_traces
+from ncclscope.parse.traces.read import read_traces
 
 
 @pytest.fixture(scope="module")

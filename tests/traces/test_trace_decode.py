@@ -12,8 +12,8 @@ import pytest
 from trace_fixtures import B200, DLRM, load
 
 from ncclscope.errors import TraceError
-from ncclscope.parse import trace_decode as D
-from ncclscope.parse import trace_events as E
+from ncclscope.parse.traces import decode as D
+from ncclscope.parse.traces import events as E
 
 Cols = dict[str, dict[str, list[Any]]]
 

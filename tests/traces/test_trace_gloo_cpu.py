@@ -21,7 +21,7 @@ from ncclscope.cli import main
 from ncclscope.findings import Context
 from ncclscope.findings.rules_traces import straggler
 from ncclscope.frames import LogFrames
-from ncclscope.parse.trace import TraceFrames, read_traces
+from ncclscope.parse.traces.read import TraceFrames, read_traces
 from ncclscope.records import Finding
 
 GLOO = SAMPLES / "gloo_cpu_straggler"

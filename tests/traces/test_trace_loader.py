@@ -10,7 +10,7 @@ import pytest
 from trace_fixtures import B200, DLRM, SAMPLES, load
 
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace import read_traces
+from ncclscope.parse.traces.read import read_traces
 
 SINGLE = SAMPLES / "single_rank"
 # 2023-01-01 … 2027-01-01 in epoch µs: every real trace here falls inside once its base is applied.

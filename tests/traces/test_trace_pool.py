@@ -13,9 +13,9 @@ import pytest
 from trace_fixtures import DLRM
 
 from ncclscope.errors import TraceError
-from ncclscope.parse import trace_pool as P
-from ncclscope.parse.trace import read_traces
-from ncclscope.parse.trace_decode import Scratch, decode
+from ncclscope.parse.traces import workers as P
+from ncclscope.parse.traces.decode import Scratch, decode
+from ncclscope.parse.traces.read import read_traces
 
 
 @pytest.fixture
@@ -116,8 +116,8 @@ sys.stdout = _Out()
 
 def test_records_read_while_the_worker_still_writes(workers: None, monkeypatch: pytest.MonkeyPatch) -> None:
     # The worker writes through the file the caller reads: reading must not move the offset it writes at.
-    monkeypatch.setattr(P, "_BOOT", P._BOOT.replace("from ncclscope.parse.trace_pool import work",
-                                                    _SLOW_WRITER + "from ncclscope.parse.trace_pool import work"))
+    monkeypatch.setattr(P, "_BOOT", P._BOOT.replace("from ncclscope.parse.traces.workers import work",
+                                                    _SLOW_WRITER + "from ncclscope.parse.traces.workers import work"))
     monkeypatch.setattr(P, "POLL_S", 0.0005)
     local: list[str] = []
     monkeypatch.setattr(P, "decode", lambda path, scratch: local.append(path) or decode(path, scratch))

@@ -12,7 +12,7 @@ from ncclscope.findings import Context
 from ncclscope.findings.rules_traces import comm_overhead, low_busbw, straggler, sync_per_microbatch
 from ncclscope.findings.trace_metrics import union_length
 from ncclscope.frames import LogFrames
-from ncclscope.parse.trace import TraceFrames, read_traces
+from ncclscope.parse.traces.read import TraceFrames, read_traces
 
 
 def _ctx(t: TraceFrames | None, a: AlignedCollectives | None = None) -> Context:

@@ -16,7 +16,7 @@ from ncclscope.align.traces import AlignedCollectives, align_traces
 from ncclscope.findings import Context
 from ncclscope.findings.rules_traces import clock_skew, straggler
 from ncclscope.frames import LogFrames
-from ncclscope.parse.trace import read_traces
+from ncclscope.parse.traces.read import read_traces
 from ncclscope.records import Finding
 
 HOSTS = {r: ("node-a" if r < 4 else "node-b") for r in range(8)}

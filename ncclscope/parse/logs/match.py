@@ -1,4 +1,4 @@
-"""Parse stage, fast path: match messages against the grammar's families, vectorised in Polars.
+"""Parse stage, family matching: match messages against the grammar's families, vectorised in Polars.
 
 Each family of the grammar's `message` rule is compiled to an anchored regex (`grammar.rule_regex`).
 A message belongs to the first family, in the grammar's order, whose regex matches it whole.
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ncclscope import grammar as G
-from ncclscope.parse import rx
-from ncclscope.parse.families import FAMILIES, VARYING
-from ncclscope.parse.transform import to_table, typed_fields, warning_rows
+from ncclscope.parse.logs import rx
+from ncclscope.parse.logs.families import FAMILIES, VARYING
+from ncclscope.parse.logs.transform import to_table, typed_fields, warning_rows
 
 SMALL = rx.SMALL
 __all__ = ["SMALL", "VARYING", "Matched", "dispatch_pattern", "family_index", "family_patterns", "fields_frame",

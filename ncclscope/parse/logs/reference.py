@@ -1,4 +1,4 @@
-"""Parse stage, Lark path: parse one line with the grammar itself into a frozen, typed record.
+"""Parse stage, reference parser: parse one line with the grammar itself into a frozen, typed record.
 
 This is the reference the fast path is tested against (field for field), and the API notebooks use
 for a single line: `parse_line("host:1:2 [0] NCCL INFO Using network IB")` returns a
@@ -19,9 +19,9 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse import fastpath, peel
-from ncclscope.parse.families import FAMILIES
-from ncclscope.parse.transform import TABLES, to_table
+from ncclscope.parse.logs import match, peel
+from ncclscope.parse.logs.families import FAMILIES
+from ncclscope.parse.logs.transform import TABLES, to_table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +101,7 @@ def parse_line(line: str, *, path: str = "<line>", lineno: int = 1) -> list[Any]
     if found is None:
         return []
     fam, fields = found
-    names = next(n for f, _, n in fastpath.family_patterns() if f == fam)
+    names = next(n for f, _, n in match.family_patterns() if f == fam)
     every = {G.base_field(n) for n in names}  # absent optional fields are null columns, as in the fast path
     hit = row.with_columns([pl.lit(fields.get(k), pl.Utf8).alias(f"f_{k}") for k in sorted(every | set(fields))])
     table, rows = to_table(fam, hit)

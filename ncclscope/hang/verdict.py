@@ -1,7 +1,7 @@
-"""Align stage, hang verdict: every stuck collective the evidence shows, with class and culprits.
+"""Hang stage, verdict: every stuck collective the evidence shows, with class and culprits.
 
 Sources, most specific first: the desync report, Flight Recorder dumps, PyTorch watchdog/status
-lines, the NCCL RAS report, NCCL COLL opCounts. `analyze_hang` is pure: frames in, report out.
+lines, the NCCL RAS report, NCCL COLL opCounts. `build_hang_view` is pure: frames in, view out.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from ncclscope.align import hang as H
-from ncclscope.align import hang_app as A
-from ncclscope.align import hang_exits as X
-from ncclscope.align.hang_classify import Ctx, HangVerdict, classify_group, ev
-from ncclscope.align.hang_sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.frames import LogFrames
+from ncclscope.hang import app as A
+from ncclscope.hang import exits as X
+from ncclscope.hang import progress as H
+from ncclscope.hang.classify import Ctx, HangVerdict, classify_group, ev
+from ncclscope.hang.sources import coll_verdicts, desync_verdicts, ras_verdicts
+from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.records import Evidence
 
 NET_FAMILIES = ["socket", "ib_completion", "ib_async", "proxy", "bootstrap", "net", "connection"]
@@ -25,8 +26,11 @@ _TIMEOUTS = ["watchdog_timeout", "gloo_timeout"]
 
 
 @dataclass(frozen=True)
-class HangReport:
-    """Verdicts plus the per-rank tables they were drawn from (for notebooks and JSON readers)."""
+class HangView:
+    """The hang stage's output: verdicts plus the per-rank tables they were drawn from.
+
+    Built once per analysis (`build_hang_view`); the rules, the reports and the notebook read it.
+    """
 
     verdicts: tuple[HangVerdict, ...] = ()
     progress: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.PROGRESS))
@@ -44,7 +48,12 @@ class HangReport:
         return tuple(v for v in self.verdicts if v.klass == "c")
 
 
-def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
+def build_hang_view(logs: LogFrames, flight: FlightFrames | None = None) -> HangView:
+    """Every stuck collective and dead rank the evidence shows (pure: frames in, view out)."""
+    return _view(logs, flight if flight is not None else FlightFrames())
+
+
+def _view(logs: LogFrames, flight: FlightFrames) -> HangView:
     franks = X.file_ranks(logs)
     torch = X.with_file_rank(H.torch_rows(logs), franks)
     progress = pl.concat([H.torch_progress(logs), H.flight_progress(flight)], how="vertical_relaxed")
@@ -67,7 +76,7 @@ def analyze_hang(logs: LogFrames, flight: object = None) -> HangReport:
     comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
     verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
     verdicts = [_with_last_activity(v, ends) for v in _dedupe(verdicts)]
-    return HangReport(verdicts=tuple(verdicts), progress=progress, coll=coll, ends=ends, facts=H.rank_facts(logs, coll),
+    return HangView(verdicts=tuple(verdicts), progress=progress, coll=coll, ends=ends, facts=H.rank_facts(logs, coll),
                       timeouts=torch.filter(pl.col("kind").is_in(_TIMEOUTS)), exited=tuple(sorted(ctx.died.items())),
                       causes=causes, echoes=A.echo_lines(torch, causes, set(ctx.died)), exits=exits)
 
@@ -77,7 +86,7 @@ def _timeout_anywhere(torch: pl.DataFrame) -> bool:
 
 
 def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends: pl.DataFrame,
-             flight: object, causes: pl.DataFrame) -> Ctx:
+             flight: FlightFrames, causes: pl.DataFrame) -> Ctx:
     w = logs.warnings.filter(pl.col("family").is_in(NET_FAMILIES) & ~pl.col("benign").fill_null(False))
     remote = pl.concat([torch.filter((pl.col("kind") == "backend_error") & pl.col("detail").str.contains(
         "(?i)remote process exited|ncclRemoteError|unhandled cuda error|ncclUnhandledCudaError")).select(
@@ -96,7 +105,7 @@ def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends:
            for r in ends.filter(pl.col("mid_line") & pl.col("rank").is_not_null()).iter_rows(named=True)}
     detectors = set(progress.filter(pl.col("detector"))["rank"].drop_nulls().to_list())
     detectors |= set(progress["named_detector"].drop_nulls().to_list())
-    has_flight = flight is not None and not getattr(flight, "entries", pl.DataFrame()).is_empty()
+    has_flight = not flight.entries.is_empty()
     hosts = [h for h in pl.concat([w["host"], w["peer"]]).drop_nulls().unique(maintain_order=True).to_list() if h]
     return Ctx(net_warnings=[ev(r["path"], r["line"], r["text"]) for r in w.head(6).iter_rows(named=True)],
                net_hosts=tuple(hosts[:8]),
@@ -130,16 +139,16 @@ def _last_errors(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
     return le.filter(body.is_not_null()).select("path", "line", pl.format("Last error: {}", body).alias("text"))
 
 
-def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: object) -> dict[str, int]:
+def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: FlightFrames) -> dict[str, int]:
     """Group size when something printed it: FR pg_config, or nranks of the NCCL communicator a PG
     created; the default PG (0) falls back to the largest nranks any Init line printed."""
     sizes: dict[str, int] = {}
-    groups = getattr(flight, "groups", None)
-    if groups is not None and not groups.is_empty():
+    groups = flight.groups
+    if not groups.is_empty():
         for r in groups.group_by("pg_name").agg(pl.col("size").max()).iter_rows(named=True):
             if r["size"]:
                 sizes[str(r["pg_name"])] = int(r["size"])
-        names = getattr(flight, "entries", pl.DataFrame(schema={"pg_name": pl.Utf8}))["pg_name"].unique().to_list()
+        names = flight.entries["pg_name"].unique().to_list()
         if "" in sizes and len(names) == 1:  # unnamed pg_config entry (gloo): the only group in the entries
             sizes.setdefault(str(names[0]), sizes[""])
     for pg, _cid, n in pg_comms(logs, torch).iter_rows():
@@ -163,9 +172,9 @@ def _labels(logs: LogFrames, torch: pl.DataFrame) -> dict[str, str]:
     return out
 
 
-def _flight_labels(flight: object) -> dict[str, str]:
-    e = getattr(flight, "entries", None)
-    if e is None or e.is_empty():
+def _flight_labels(flight: FlightFrames) -> dict[str, str]:
+    e = flight.entries
+    if e.is_empty():
         return {}
     g = e.group_by("pg_name").agg(pl.col("pg_desc").drop_nulls().first())
     return {str(n): f"PG {n}" + (f" ({d})" if d and d != "undefined" else "") for n, d in g.iter_rows()}

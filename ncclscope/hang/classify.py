@@ -1,4 +1,4 @@
-"""Align stage, hang classes: turn one group's progress facts into a verdict (a)–(e).
+"""Hang stage, classes: turn one group's progress facts into a verdict (a)–(e).
 
 (a) some ranks never entered the stuck collective; (b) every rank entered and none completed — the
 network/NCCL layer; (c) ranks entered different collectives at the same sequence — desync; (d) a

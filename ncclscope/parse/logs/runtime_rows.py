@@ -1,6 +1,6 @@
-"""Parse stage, PyTorch rows: offer non-NCCL lines to `torch_lines.match` and build the torch frame.
+"""Parse stage, runtime rows: offer non-NCCL lines to `runtime_lines.match` and build the torch frame.
 
-The torch grammar and matcher belong to `ncclscope.parse.torch_lines`; this module only calls it on
+The torch grammar and matcher belong to `ncclscope.parse.logs.runtime_lines`; this module only calls it on
 each peeled message and attaches the origin columns (path, line, rank hint, …) to its hits.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.parse import torch_lines
+from ncclscope.parse.logs import runtime_lines
 
 _ORIGIN = list(S.ORIGIN)
 _FIELDS = [c for c in S.TORCH if c not in S.ORIGIN]
@@ -24,7 +24,7 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     for i, msg in enumerate(df["msg"].to_list()):
         if not msg:
             continue
-        rec = torch_lines.match(msg)
+        rec = runtime_lines.match(msg)
         if rec is not None:
             hits.append(i)
             recs.append(rec)

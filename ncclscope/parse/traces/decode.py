@@ -26,7 +26,7 @@ from typing import Any, Union
 import msgspec
 
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace_events import SKIP, DecodedTrace, collect
+from ncclscope.parse.traces.events import SKIP, DecodedTrace, collect
 
 
 class _Fields(msgspec.Struct, gc=False):

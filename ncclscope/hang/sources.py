@@ -1,4 +1,4 @@
-"""Align stage, hang verdicts that come straight from one kind of report.
+"""Hang stage, verdicts that come straight from one kind of report.
 
 The PyTorch desync-debug report (TORCH_NCCL_DESYNC_DEBUG=1), the NCCL RAS client's operation
 counts, and NCCL COLL lines (last opCount per rank of a communicator) each name lagging or
@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from ncclscope.align.hang_classify import FR_HINT, HangVerdict, ev, minority_ranks
+from ncclscope.hang.classify import FR_HINT, HangVerdict, ev, minority_ranks
 
 _RANKS = re.compile(r"\d+")
 

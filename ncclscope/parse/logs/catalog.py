@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 import msgspec
 import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.rx import compiled
+from ncclscope.parse.logs.rx import compiled
 
 KEY = 4  # leading characters a rule is bucketed by
 
@@ -49,10 +47,7 @@ class _Doc(msgspec.Struct):
 
 
 def _catalog_bytes() -> bytes:
-    shipped = resources.files("ncclscope").joinpath("grammars", "catalog", "nccl_messages.json")
-    if shipped.is_file():
-        return shipped.read_bytes()
-    return (Path(__file__).resolve().parents[2] / "grammars" / "catalog" / "nccl_messages.json").read_bytes()
+    return G.grammar_bytes("catalog", "nccl_messages.json")
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""Parse stage, PyTorch ProcessGroupNCCL lines (and the NCCL RAS report) → one TORCH row per line.
+"""Parse stage, runtime lines: PyTorch c10d, gloo, torchrun and NCCL RAS lines → one TORCH row per line.
 
 `match(message) -> dict | None` is what the log reader calls for every line without an NCCL
 prefix, after launcher wrappers were peeled; it returns the TORCH columns of `ncclscope.schema`
@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import Any, ClassVar
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
+from ncclscope import grammar as G
 from ncclscope import schema as S
 
 Row = dict[str, object]
@@ -35,11 +34,8 @@ _MAX_LINE = 20_000
 
 
 def grammar_text(name: str = "torch.lark") -> str:
-    """The grammar as shipped in the wheel (ncclscope/grammars) or, in a checkout, grammars/."""
-    shipped = resources.files("ncclscope") / "grammars" / name
-    if shipped.is_file():
-        return shipped.read_text(encoding="utf-8")
-    return (Path(__file__).resolve().parents[2] / "grammars" / name).read_text(encoding="utf-8")
+    """The PyTorch-line grammar source (`grammars/torch.lark`)."""
+    return G.grammar_text(name)
 
 
 @cache
@@ -93,7 +89,7 @@ def _int(tok: Any) -> int:
 
 
 def _ranks(tok: Any) -> str:
-    """`[1, 3]` → `1, 3` (kept as text in `detail`; align.hang splits it)."""
+    """`[1, 3]` → `1, 3` (kept as text in `detail`; ncclscope.hang splits it)."""
     return str(tok).strip("[]").replace(" ", "").replace(",", ", ")
 
 
@@ -416,7 +412,7 @@ class _ToRow(Transformer[Token, Row]):
 
     # --- torchrun's failure report (kind launcher; detail says which line) ---------------------
     # Numbers go into `detail` as `key value` words (the TORCH schema has no exit-code/pid columns);
-    # ncclscope.align.hang_exits reads them back.
+    # ncclscope.hang.exits reads them back.
     def tr_failed(self, items: list[Any]) -> Row:
         code, local, pid = (_int(i) for i in items if isinstance(i, Token) and i.type in ("SINT", "INT"))
         return {"kind": "launcher", "detail": f"failed exitcode {code} local_rank {local} pid {pid}"}

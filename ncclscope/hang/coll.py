@@ -1,4 +1,4 @@
-"""Align stage, hangs: per-communicator facts from NCCL COLL lines (last opCount per rank, mismatches).
+"""Hang stage: per-communicator facts from NCCL COLL lines (last opCount per rank, mismatches).
 
 The COLL frame is big (one row per collective per rank: millions on large jobs) while the Init
 lines that map a COLL row to its communicator are few. A row's communicator and rank depend only

@@ -1,7 +1,7 @@
 """Parse stage, torch.profiler traces: decode a large trace set on the other cores too.
 
 Decoding is pure Python and holds the GIL, so the other cores need other processes. Each worker is a
-fresh interpreter that loads only the decoder (msgspec and this package's `errors`, `trace_decode`,
+fresh interpreter that loads only the decoder (msgspec and this package's `errors`, `traces.decode`,
 `trace_events`, under stand-in parent packages: no Polars, ~50 ms to start, ~30 MB) and is given the
 files after the caller's own share, in order; it writes one msgpack record per file (the decoded
 columns, or the file's TraceError message) to an unnamed temporary file, each read as soon as it
@@ -25,8 +25,8 @@ from typing import IO
 import msgspec
 
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace_decode import Scratch, decode
-from ncclscope.parse.trace_events import DecodedTrace
+from ncclscope.parse.traces.decode import Scratch, decode
+from ncclscope.parse.traces.events import DecodedTrace
 
 MIN_BYTES = 64 << 20  # a smaller set decodes in < 0.3 s: a worker's start-up would eat the gain
 MAX_WORKERS = 3  # each holds its own interpreter (~30 MB) while it runs
@@ -44,7 +44,7 @@ class _Record(msgspec.Struct, array_like=True):
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Record)
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Stand-in `ncclscope` and `ncclscope.parse` packages (their __init__ imports Polars and every stage).
 _BOOT = (
     "import sys, types\n"
@@ -52,7 +52,7 @@ _BOOT = (
     "    mod = types.ModuleType(name)\n"
     "    mod.__path__ = [sys.argv[1] + sub]\n"
     "    sys.modules[name] = mod\n"
-    "from ncclscope.parse.trace_pool import work\n"
+    "from ncclscope.parse.traces.workers import work\n"
     "work(sys.argv[2:])\n"
 )
 

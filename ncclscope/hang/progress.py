@@ -1,9 +1,9 @@
-"""Align stage, hangs: per (process group or communicator, rank) progress facts from every source.
+"""Hang stage: per (process group or communicator, rank) progress facts from every source.
 
 PyTorch lines and Flight Recorder dumps give, per rank of a group, the sequence number that timed
 out and the last enqueued / completed work (PROGRESS); NCCL COLL lines give the last opCount per
-rank of a communicator (COLL_PROGRESS, computed in `ncclscope.align.hang_coll` and re-exported here).
-Everything here is vectorised Polars; the verdict itself is drawn in `ncclscope.align.hang_verdict`.
+rank of a communicator (COLL_PROGRESS, computed in `ncclscope.hang.coll` and re-exported here).
+Everything here is vectorised Polars; the verdict itself is drawn in `ncclscope.hang.verdict`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.align.hang_coll import COLL_PROGRESS, coll_mismatches, coll_progress
 from ncclscope.frames import LogFrames
+from ncclscope.hang.coll import COLL_PROGRESS, coll_mismatches, coll_progress
+from ncclscope.parse.flight.read import FlightFrames
 
 __all__ = ["COLL_PROGRESS", "PROGRESS", "RANK_FACTS", "coll_mismatches", "coll_progress", "flight_ops", "flight_progress",
            "rank_facts", "torch_progress", "torch_rows", "untracked_groups"]
@@ -102,12 +103,12 @@ def torch_progress(logs: LogFrames) -> pl.DataFrame:
     return S.conform(out, PROGRESS)
 
 
-def untracked_groups(flight: object) -> set[str]:
+def untracked_groups(flight: FlightFrames) -> set[str]:
     """Groups whose dumps never mark an entry started or completed although they retire entries (or
     whose entries are all `gloo:`): the backend records no completion (gloo), so `completed` there
     means retired, failed work included, and `completed == enqueued` proves nothing."""
-    e = getattr(flight, "entries", None)
-    if e is None or e.is_empty():
+    e = flight.entries
+    if e.is_empty():
         return set()
     g = e.filter(~pl.col("is_p2p")).group_by("pg_name").agg(
         (pl.col("state").is_in(["started", "completed"]) | pl.col("time_started_ns").is_not_null()
@@ -117,15 +118,15 @@ def untracked_groups(flight: object) -> set[str]:
     return set(g.filter(~pl.col("_tracked") & (pl.col("_retired") | pl.col("_gloo")))["pg_name"].to_list())
 
 
-def flight_progress(flight: object) -> pl.DataFrame:
+def flight_progress(flight: FlightFrames) -> pl.DataFrame:
     """PROGRESS rows from Flight Recorder dumps: pg_status numbers plus the entry at the stuck seq.
     In groups without completion tracking (`untracked_groups`) both numbers count collective_seq_id
     from the entries (pg_status counts op_id, p2p included): enqueued = the last entry, completed =
     the last retired entry."""
-    if flight is None or getattr(flight, "entries", None) is None:
+    if flight.entries.is_empty():
         return S.empty(PROGRESS)
-    e: pl.DataFrame = flight.entries.filter(~pl.col("is_p2p"))  # type: ignore[attr-defined]
-    st: pl.DataFrame = flight.status  # type: ignore[attr-defined]
+    e = flight.entries.filter(~pl.col("is_p2p"))
+    st = flight.status
     names = e.group_by("rank", "pg_id").agg(pl.col("pg_name").first(), pl.col("path").first())
     per = e.group_by("rank", "pg_name").agg(
         pl.col("collective_seq_id").max().alias("_max_seq"),
@@ -147,12 +148,12 @@ def flight_progress(flight: object) -> pl.DataFrame:
                                       pl.lit(False).alias("heartbeat")), PROGRESS)
 
 
-def flight_ops(flight: object) -> pl.DataFrame:
+def flight_ops(flight: FlightFrames) -> pl.DataFrame:
     """Per (group, rank, collective_seq_id): op, sizes and dtypes, for the desync check."""
-    if flight is None or getattr(flight, "entries", None) is None:
+    if flight.entries.is_empty():
         return pl.DataFrame(schema={"group": pl.Utf8, "rank": pl.Int64, "seq": pl.Int64, "op": pl.Utf8,
                                     "numel_in": pl.Int64, "numel_out": pl.Int64, "dtype": pl.Utf8, "state": pl.Utf8})
-    e: pl.DataFrame = flight.entries  # type: ignore[attr-defined]
+    e = flight.entries
     return e.filter(~pl.col("is_p2p") & (pl.col("op") != "coalesced")).select(
         pl.col("pg_name").alias("group"), "rank", pl.col("collective_seq_id").alias("seq"), "op",
         pl.col("input_numel").alias("numel_in"), pl.col("output_numel").alias("numel_out"),

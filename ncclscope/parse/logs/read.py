@@ -2,7 +2,7 @@
 
 Per chunk (vectorised in Polars): clean the text, split off NCCL's prefix and launcher wrappers
 (`peel`), fold wrapped continuation lines back into their NCCL line (`rejoin`), match each message
-against the grammar's families in order (`fastpath`), shape the fields into the declared frames
+against the grammar's families in order (`match`), shape the fields into the declared frames
 (`transform`), offer what is left to the PyTorch line matcher, keep the rest as `unknown`.
 Per-process streams and coverage are accumulated across chunks.
 """
@@ -16,12 +16,12 @@ import polars as pl
 from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames, in_order
-from ncclscope.parse import peel, rejoin
-from ncclscope.parse.catalog import split_known, split_torch_known
-from ncclscope.parse.fastpath import match_families
-from ncclscope.parse.lane import MAX_TEXT, Lane
-from ncclscope.parse.reader import read_many
-from ncclscope.parse.torch_rows import torch_rows
+from ncclscope.parse.logs import peel, rejoin
+from ncclscope.parse.logs.catalog import split_known, split_torch_known
+from ncclscope.parse.logs.lane import MAX_TEXT, Lane
+from ncclscope.parse.logs.match import match_families
+from ncclscope.parse.logs.reader import read_many
+from ncclscope.parse.logs.runtime_rows import torch_rows
 
 
 def prepare(raw: pl.DataFrame) -> pl.DataFrame:

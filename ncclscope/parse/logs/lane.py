@@ -23,9 +23,9 @@ import polars as pl
 from ncclscope import grammar as G
 from ncclscope import schema as S
 from ncclscope.frames import CollLines
-from ncclscope.parse import fastpath
-from ncclscope.parse.families import FAMILIES
-from ncclscope.parse.transform import TABLES, typed_fields
+from ncclscope.parse.logs import match
+from ncclscope.parse.logs.families import FAMILIES
+from ncclscope.parse.logs.transform import TABLES, typed_fields
 
 MAX_TEXT = 2000  # characters of the original line kept in `text` (evidence)
 _KEY = ["_h1", "_h2"]  # 2 x 64-bit hashes of the text before and after the token
@@ -63,13 +63,13 @@ class Lane:
         self.known = pl.DataFrame(schema={"_h1": pl.UInt64, "_h2": pl.UInt64, "shape": pl.Int64})  # null: rejected
         self.shapes = S.empty(S.COLL_SHAPES)  # every accepted shape so far
         self.next_shape = 0
-        var = fastpath.VARYING.get(_FAM)
+        var = match.VARYING.get(_FAM)
         self.var = var
         self.before, self.after = G.neighbours(_FAM)[var] if var else ("", "")
 
     def split(self, raw: pl.DataFrame) -> tuple[CollLines, pl.DataFrame]:
         """(COLL lines taken by the lane, with the shapes first seen here; raw rows left for the general path)."""
-        if self.var is None or raw.height < fastpath.SMALL:
+        if self.var is None or raw.height < match.SMALL:
             return CollLines(), raw
         cand, rest = _cut(raw, self.before, self.after)
         if cand.height == 0:
@@ -119,6 +119,6 @@ def _accepted(reps: pl.DataFrame, prepare: Prepare, var: str, before: str) -> pl
     table = FAMILIES[_FAM].table
     once = reps.filter(pl.col("raw").str.count_matches(before, literal=True) == 1)
     df = prepare(once)
-    matched, _ = fastpath.match_families(df.filter(pl.col("prefixed") & (pl.col("level") == "INFO")))
+    matched, _ = match.match_families(df.filter(pl.col("prefixed") & (pl.col("level") == "INFO")))
     got = matched.tables.get(table, S.empty(TABLES[table])).filter(pl.col(var) == 0)
     return got.drop("path", "text", var).rename({"line": "_rep"})

@@ -14,8 +14,8 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse import rx
-from ncclscope.parse.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
+from ncclscope.parse.logs import rx
+from ncclscope.parse.logs.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
 
 TABLES: dict[str, S.Schema] = {
     "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,

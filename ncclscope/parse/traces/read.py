@@ -1,6 +1,6 @@
 """Parse stage, torch.profiler traces: per-rank Chrome traces (`.json`, `.json.gz`) → `TraceFrames`.
 
-Each file is decoded by `trace_decode` (msgspec, only the needed fields), its rank resolved
+Each file is decoded by `traces.decode` (msgspec, only the needed fields), its rank resolved
 (`distributedInfo.rank` → `--rank-map` → file name), and its NCCL kernels linked back to the CPU
 op that issued them (by External id from 2024 on, by correlation + time containment before); gloo
 runs give one collective per `c10d::<op>` call (or `gloo:<op>` span) instead.
@@ -21,10 +21,10 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import TraceError
-from ncclscope.parse.trace_decode import Scratch
-from ncclscope.parse.trace_events import DecodedTrace
-from ncclscope.parse.trace_link import COMM_FIELDS, collectives_of, gloo_of
-from ncclscope.parse.trace_pool import decoded
+from ncclscope.parse.traces.decode import Scratch
+from ncclscope.parse.traces.events import DecodedTrace
+from ncclscope.parse.traces.link import COMM_FIELDS, collectives_of, gloo_of
+from ncclscope.parse.traces.workers import decoded
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
 _SUFFIXES = (".json", ".json.gz")

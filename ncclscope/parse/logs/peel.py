@@ -13,8 +13,8 @@ import functools
 import polars as pl
 
 from ncclscope import grammar as G
-from ncclscope.parse import rx
-from ncclscope.parse.reader import MAX_LINE
+from ncclscope.parse.logs import rx
+from ncclscope.parse.logs.reader import MAX_LINE
 
 # ANSI colour codes, also with the ESC byte lost in a paste (`[36m`), and markdown bold markers.
 _ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m|\*\*"

@@ -1,4 +1,4 @@
-"""Align stage, hangs: how each rank ended, from the launcher's report and the backend's own errors.
+"""Hang stage: how each rank ended, from the launcher's report and the backend's own errors.
 
 Three facts a hang verdict needs besides sequence numbers, all read from log lines that any
 torchrun + gloo (or NCCL) job prints:
@@ -27,8 +27,8 @@ from pathlib import Path
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.align.hang_classify import Ctx, HangVerdict, ev, fmt_ranks
 from ncclscope.frames import LogFrames
+from ncclscope.hang.classify import Ctx, HangVerdict, ev, fmt_ranks
 from ncclscope.records import Evidence
 
 # Signals that stop a job from outside (torchrun stopping the survivors, Slurm, Ctrl-C): never a culprit.

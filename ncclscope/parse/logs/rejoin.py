@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ncclscope.parse import peel, rx
-from ncclscope.parse.fastpath import family_index
-from ncclscope.parse.lane import MAX_TEXT
+from ncclscope.parse.logs import peel, rx
+from ncclscope.parse.logs.lane import MAX_TEXT
+from ncclscope.parse.logs.match import family_index
 
 MAX_RUN = 16  # continuation lines folded into one line at most (an IB device list re-flowed one per line)
 CANARY = "zqx"  # stands for any text: a family that accepts it where a piece goes gives no evidence
