@@ -39,14 +39,16 @@ def report(
         typer.Option(
             "--output",
             "-o",
-            help="Report file: .md, .html or .json "
+            help="Report file: .md, .html, .json or .perfetto.json "
             "(the suffix picks the format); '-' for stdout with --format.",
         ),
     ],
     trace: TraceDir = None,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", "-f", help="markdown, html or json (default: from the output suffix)."),
+        typer.Option(
+            "--format", "-f", help="markdown, html, json or perfetto (default: from the output suffix)."
+        ),
     ] = None,
     redact: Annotated[
         bool,
@@ -59,13 +61,15 @@ def report(
     rank_map: RankMap = None,
     quiet: Quiet = False,
 ) -> None:
-    """Write a report for a bug ticket (Markdown), a self-contained offline page (HTML) or JSON."""
+    """Write a report for a bug ticket (Markdown), a self-contained offline page (HTML), JSON or a Perfetto trace."""
     from ncclscope.report import render, renderer_for, write_report
     from ncclscope.session import analyze as run
 
     to_stdout = str(output) == "-"
     if to_stdout and not fmt:
-        raise InputError("writing the report to stdout (-o -) needs --format markdown, html or json")
+        raise InputError(
+            "writing the report to stdout (-o -) needs --format markdown, html, json or perfetto"
+        )
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
     progress = progress_printer(not quiet)
     s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress)

@@ -88,23 +88,44 @@ class HtmlRenderer:
         return html.render_page(doc, figs)
 
 
-_ALL: tuple[Renderer, ...] = (JsonRenderer(), MarkdownRenderer(), HtmlRenderer())
+class PerfettoRenderer:
+    """Chrome JSON trace for ui.perfetto.dev (`.perfetto.json`); Perfetto's protobuf `.pftrace` is not written."""
+
+    name = "perfetto"
+    suffixes: tuple[str, ...] = (".perfetto.json",)
+
+    def render(self, s: Session, options: Options) -> str:
+        from ncclscope.report import perfetto, redact
+
+        doc = perfetto.trace_document(s, command=options.command)
+        if options.redact:
+            r = redact.for_session(s)
+            r.learn(doc)
+            doc = r.tree(doc)
+        return perfetto.dumps(doc)
+
+
+_ALL: tuple[Renderer, ...] = (PerfettoRenderer(), JsonRenderer(), MarkdownRenderer(), HtmlRenderer())
 RENDERERS: dict[str, Renderer] = {r.name: r for r in _ALL}
 _ALIASES = {"md": "markdown", "htm": "html"}
 
 
 def renderer_for(name: str | None = None, path: str | Path | None = None) -> Renderer:
-    """The renderer called `name` (json, markdown/md, html), else the one for `path`'s suffix."""
+    """The renderer called `name` (json, markdown/md, html, perfetto), else the one for `path`'s suffix."""
     if name:
         key = _ALIASES.get(name.lower(), name.lower())
         if key not in RENDERERS:
             raise InputError(f"unknown report format {name!r}; choose one of {', '.join(sorted(RENDERERS))}")
         return RENDERERS[key]
-    suffix = Path(str(path or "")).suffix.lower()
+    # Whole-name endings, so `run.perfetto.json` is a Perfetto trace before it is JSON.
+    fname = Path(str(path or "")).name.lower()
     for r in RENDERERS.values():
-        if suffix in r.suffixes:
+        if fname.endswith(r.suffixes):
             return r
     known = ", ".join(x for r in RENDERERS.values() for x in r.suffixes)
+    if fname.endswith(".pftrace"):
+        raise InputError(f"{str(path)!r}: the protobuf .pftrace form is not written; name it .perfetto.json "
+                         "(Perfetto opens the JSON trace)")
     raise InputError(f"cannot tell the report format from {str(path)!r}: name it {known}, or pass --format")
 
 
