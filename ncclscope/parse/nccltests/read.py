@@ -1,0 +1,95 @@
+"""Parse stage, nccl-tests: read text outputs and `-J` JSON reports into `NcclTestsFrames`.
+
+A text file is read only when a cheap byte search finds nccl-tests' table or header in it, so running
+the reader over every log of an analysis costs one scan of the files that hold no nccl-tests output.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import mmap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ncclscope.parse.nccltests import schema as S
+from ncclscope.parse.nccltests.json_doc import frames_from_json, looks_like_json_report
+from ncclscope.parse.nccltests.text import parse_text
+
+# Every nccl-tests table header names the column, every run header starts with `nThread`.
+_MARKERS = (b"busbw", b"nThread ", b"Avg bus bandwidth")
+_GZ_SCAN = 8 << 20  # bytes of a .gz file decompressed to look for a marker
+
+
+@dataclass(frozen=True)
+class NcclTestsFrames:
+    """nccl-tests evidence: `results` (schema NCCLTESTS_RESULTS), `devices`, `summary`, `runs`."""
+
+    results: pl.DataFrame = field(default_factory=lambda: S.empty(S.NCCLTESTS_RESULTS))
+    devices: pl.DataFrame = field(default_factory=lambda: S.empty(S.NCCLTESTS_DEVICES))
+    summary: pl.DataFrame = field(default_factory=lambda: S.empty(S.NCCLTESTS_SUMMARY))
+    runs: pl.DataFrame = field(default_factory=lambda: S.empty(S.NCCLTESTS_RUNS))
+    paths: tuple[str, ...] = ()  # inputs that held nccl-tests output
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return self.results.is_empty() and self.summary.is_empty()
+
+
+def _contains_marker(path: str) -> bool:
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(_GZ_SCAN)
+            return any(m in head for m in _MARKERS)
+        with open(path, "rb") as fh:
+            if fh.seek(0, 2) == 0:
+                return False
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return any(mm.find(m) >= 0 for m in _MARKERS)
+    except (OSError, EOFError, ValueError):
+        return False
+
+
+def has_nccltests(path: str) -> bool:
+    """Does this file hold nccl-tests output (a text table/header, or a `-J` JSON report)?"""
+    return looks_like_json_report(path) or _contains_marker(path)
+
+
+def _read_text(path: str) -> str:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        data: bytes = fh.read()
+    return data.decode("utf-8", errors="replace")
+
+
+def read_nccltests(paths: Sequence[str]) -> NcclTestsFrames:
+    """nccl-tests frames of every path that holds nccl-tests output; other paths are skipped silently."""
+    parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
+    used: list[str] = []
+    notes: list[str] = []
+    for path in dict.fromkeys(paths):
+        try:
+            if looks_like_json_report(path):
+                with open(path, "rb") as fh:
+                    doc = json.loads(fh.read())
+                f = frames_from_json(path, doc)
+            elif _contains_marker(path):
+                f = parse_text(path, _read_text(path))
+            else:
+                continue
+        except (OSError, ValueError, EOFError) as e:
+            notes.append(f"{path}: nccl-tests output not read ({e})")
+            continue
+        if f.results.height or f.summary.height:
+            parts.append((f.results, f.devices, f.summary, f.runs))
+            used.append(path)
+    if not parts:
+        return NcclTestsFrames(notes=tuple(notes))
+    res, dev, summ, runs = (pl.concat([p[i] for p in parts]) for i in range(4))
+    return NcclTestsFrames(
+        results=res, devices=dev, summary=summ, runs=runs, paths=tuple(used), notes=tuple(notes)
+    )
