@@ -3,27 +3,39 @@
 Public facade: `analyze` runs the whole pipeline on paths; `load` wraps it for notebooks (frames,
 findings, figures); `render` / `write_report` make Markdown, HTML or JSON reports. The record types
 and stages stay importable on their own.
+
+Importing the package loads nothing heavy and changes no process-wide setting: the names below are
+imported on first use (PEP 562), and `configure_process()` is an explicit call (the CLI makes it).
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-import os as _os
-
-# Polars' jemalloc keeps freed pages for 10 s by default, so the scratch memory of every join or sort
-# of a large trace stays resident; returning it at once (0 ms) instead makes every later allocation
-# fault its pages in again, which doubled the system time of a 254 MB log run (page faults cost ~4 us
-# each on the 2-core VM measured). One second keeps a batch's scratch memory for the next batch:
-# 254 MB of logs 4.4 -> 2.4 s wall, 560k -> 200k page faults; the 8 x 54 MB trace set 155 -> 190 MiB
-# peak RSS (bench/README.md). Set before Polars loads; a user's own setting wins.
-_os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:1000,muzzy_decay_ms:0")
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
 
 from ncclscope.errors import InputError, NcclscopeError, TraceError, UnsafePickleError
-from ncclscope.notebook import Analysis, load
-from ncclscope.records import Evidence, Finding
-from ncclscope.report import render, write_report
-from ncclscope.session import Session, analyze
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from ncclscope.notebook import Analysis, load
+    from ncclscope.records import Evidence, Finding
+    from ncclscope.report import render, write_report
+    from ncclscope.session import Session, analyze
+    from ncclscope.tuning import Tuning
+
+_LAZY = {
+    "Analysis": "ncclscope.notebook",
+    "load": "ncclscope.notebook",
+    "Evidence": "ncclscope.records",
+    "Finding": "ncclscope.records",
+    "render": "ncclscope.report",
+    "write_report": "ncclscope.report",
+    "Session": "ncclscope.session",
+    "analyze": "ncclscope.session",
+    "Tuning": "ncclscope.tuning",
+}
 
 __all__ = [
     "Analysis",
@@ -33,10 +45,34 @@ __all__ = [
     "NcclscopeError",
     "Session",
     "TraceError",
+    "Tuning",
     "UnsafePickleError",
     "__version__",
     "analyze",
+    "configure_process",
     "load",
     "render",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def configure_process() -> None:
+    """Process-wide settings for a large analysis; call before Polars is first imported.
+
+    Polars' jemalloc keeps freed pages for 10 s by default, so the scratch memory of every join or
+    sort of a large trace stays resident; returning it at once (0 ms) instead makes every later
+    allocation fault its pages in again (it doubled the system time of a 254 MB log run on a 2-core
+    VM). One second keeps a batch's scratch memory for the next batch: 254 MB of logs 4.4 -> 2.4 s
+    wall; the 8 x 54 MB trace set 155 -> 190 MiB peak RSS (bench/README.md). A user's own setting
+    wins. The CLI calls this first thing; a notebook may call it before `import polars`.
+    """
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:1000,muzzy_decay_ms:0")

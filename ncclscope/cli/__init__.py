@@ -56,6 +56,9 @@ def run() -> None:
     Freeing every frame of a large analysis one object at a time costs ~0.2 s after the output is
     already written; the OS reclaims the memory at once. Output streams are flushed first.
     """
+    from ncclscope import configure_process
+
+    configure_process()
     rc = main()
     try:
         sys.stdout.flush()
