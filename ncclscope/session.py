@@ -19,6 +19,8 @@ from ncclscope.findings import Context, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
+from ncclscope.parse.nccltests.json_doc import looks_like_json_report
 from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding
 
@@ -43,6 +45,7 @@ class Session:
     phase: JobPhase = field(default_factory=JobPhase)
     hang: HangView = field(default_factory=HangView)
     notes: tuple[str, ...] = field(default=())
+    nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables in the inputs
 
     @property
     def has_errors(self) -> bool:
@@ -62,8 +65,12 @@ def analyze(
     # exactly these empty frames.
     logs = parse.read_logs(inputs.logs, progress=progress) if inputs.logs else LogFrames()
     ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
+    # nccl-tests output: its table in any text input (read again only where a byte search finds it), and
+    # `-J` JSON reports, which the classifier sends to the traces.
+    reports = [p for p in inputs.traces if looks_like_json_report(p)]
+    nccltests = read_nccltests([*inputs.logs, *reports])
     # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
-    trace_inputs = [*inputs.traces, *trace_paths]
+    trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
     traces = parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress) if trace_inputs else None
     # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
     aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
@@ -71,11 +78,11 @@ def analyze(
     phase = align.job_phase(logs)
     hang = build_hang_view(logs, flight)
     ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight,
-                  phase=phase, hang=hang)
+                  phase=phase, hang=hang, nccltests=nccltests)
     findings = tuple(run_rules(ctx))
-    notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight)
+    notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
     return Session(logs=logs, ranks=ranks, comms=comms, findings=findings, traces=traces,
-                   aligned_traces=aligned, flight=flight, phase=phase, hang=hang, notes=notes)
+                   aligned_traces=aligned, flight=flight, phase=phase, hang=hang, notes=notes, nccltests=nccltests)
 
 
 def _notes(stage: TraceFrames | AlignedCollectives | FlightFrames | None) -> tuple[str, ...]:

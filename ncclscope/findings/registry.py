@@ -16,6 +16,7 @@ from ncclscope.align.traces import AlignedCollectives
 from ncclscope.frames import LogFrames
 from ncclscope.hang.verdict import HangView
 from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.nccltests.read import NcclTestsFrames
 from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding, Severity, sort_findings
 
@@ -33,6 +34,7 @@ class Context:
     phase: JobPhase = field(default_factory=JobPhase)  # teardown/failure lines per input (align.phase)
     hang: HangView = field(default_factory=HangView)  # the hang stage's view (ncclscope.hang)
     prior: tuple[Finding, ...] = ()  # what the other rules found (given to `post` rules only)
+    nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables (parse.nccltests)
 
 
 RuleFn = Callable[[Context], Iterable[Finding]]
@@ -101,6 +103,7 @@ RULE_MODULES = (
     "rules_gpu",
     "rules_hang",
     "rules_iface",
+    "rules_nccltests",
     "rules_topology",
     "rules_traces",
     "rules_warn",

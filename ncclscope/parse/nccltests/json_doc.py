@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from ncclscope.parse.nccltests import schema as S
+from ncclscope import schema as S
 from ncclscope.parse.nccltests.text import TextFrames
 
 _HEAD = 4096

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ncclscope.parse.nccltests import schema as S
+from ncclscope import schema as S
 from ncclscope.parse.nccltests.json_doc import frames_from_json, looks_like_json_report
 from ncclscope.parse.nccltests.text import parse_text
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ncclscope import schema as S
 from ncclscope.parse.nccltests import patterns
-from ncclscope.parse.nccltests import schema as S
 
 _HEADER_RULES = ("version_line", "test_start", "params", "device", "oob", "avg_bw")
 _I64 = (
