@@ -106,6 +106,8 @@ def test_hang_ends_at_the_process_group_timeout(capture: Callable[[str], Capture
     assert "Timed out waiting 5000ms" in _log(res, 0)
     assert "terminated by SIGTERM" in _log(res, 1)
     assert _manifest(res, 0)["status"] == "failed" and _manifest(res, 1)["status"] == "terminated"
+    # The worker runs under torch's elastic @record: torchrun's failure summary holds the real error.
+    assert "Timed out waiting 5000ms" in (res.out_dir / "logs" / "torchrun.log").read_text()
     # Rank 1 never entered the collective rank 0 timed out in.
     assert _last_enqueued(res, 1) == _last_enqueued(res, 0) - 1
     assert (res.out_dir / "traces" / "rank1.pt.trace.json.gz").exists()  # written before the fault
@@ -120,6 +122,12 @@ def test_crash_leaves_a_silent_rank(capture: Callable[[str], CaptureResult]) -> 
     assert "Traceback" not in _log(res, 1) and progress[-1].endswith("rank=1 step=4 begin")
     assert not (res.out_dir / "flight" / "nccl_trace_rank_1").exists()
     assert (res.out_dir / "flight" / "nccl_trace_rank_0").exists()
+    # SIGKILL left rank 1's manifest `running`; the launcher rewrote it from torchrun's summary.
+    m = _manifest(res, 1)
+    observed = m["launcher_observed"]
+    assert m["status"] == "killed" and m["exit_code"] == -9 and res.settled == (1,)
+    assert isinstance(observed, dict) and observed["signal"] == "SIGKILL" and observed["status_before"] == "running"
+    assert _manifest(res, 0)["status"] == "failed" and "launcher_observed" not in _manifest(res, 0)
 
 
 def test_outer_deadline_ends_a_hang_and_flushes_evidence(tmp_path: Path) -> None:
