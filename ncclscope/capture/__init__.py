@@ -8,15 +8,26 @@ from __future__ import annotations
 from ncclscope.capture.config import CaptureConfig, Layout
 from ncclscope.capture.faults import KINDS, Fault, FaultSpecError, parse_fault, parse_faults
 from ncclscope.capture.launcher import (
-                                        CaptureOptions,
-                                        CaptureResult,
-                                        require_torch,
-                                        resolve_backend,
-                                        run_capture,
-                                        torchrun_argv,
+    CaptureOptions,
+    CaptureResult,
+    require_torch,
+    resolve_backend,
+    run_capture,
+    torchrun_argv,
 )
 
 __all__ = [
-    "KINDS", "CaptureConfig", "CaptureOptions", "CaptureResult", "Fault", "FaultSpecError", "Layout",
-    "parse_fault", "parse_faults", "require_torch", "resolve_backend", "run_capture", "torchrun_argv",
+    "KINDS",
+    "CaptureConfig",
+    "CaptureOptions",
+    "CaptureResult",
+    "Fault",
+    "FaultSpecError",
+    "Layout",
+    "parse_fault",
+    "parse_faults",
+    "require_torch",
+    "resolve_backend",
+    "run_capture",
+    "torchrun_argv",
 ]

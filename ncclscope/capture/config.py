@@ -117,11 +117,18 @@ class CaptureConfig:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "out_dir": self.out_dir, "backend": self.backend, "timeout_s": self.timeout_s,
-            "faults": [f.to_json() for f in self.faults], "sizes": list(self.sizes),
-            "profile_wait": self.profile_wait, "profile_warmup": self.profile_warmup,
-            "profile_active": self.profile_active, "extra_steps": self.extra_steps, "coll": self.coll,
-            "extra_env": dict(self.extra_env), "allow_shared_gpu": self.allow_shared_gpu,
+            "out_dir": self.out_dir,
+            "backend": self.backend,
+            "timeout_s": self.timeout_s,
+            "faults": [f.to_json() for f in self.faults],
+            "sizes": list(self.sizes),
+            "profile_wait": self.profile_wait,
+            "profile_warmup": self.profile_warmup,
+            "profile_active": self.profile_active,
+            "extra_steps": self.extra_steps,
+            "coll": self.coll,
+            "extra_env": dict(self.extra_env),
+            "allow_shared_gpu": self.allow_shared_gpu,
         }
 
     @classmethod
@@ -129,15 +136,18 @@ class CaptureConfig:
         faults = cast(list[dict[str, object]], d.get("faults") or [])
         env = cast(dict[str, str], d.get("extra_env") or {})
         return cls(
-            out_dir=str(d["out_dir"]), backend=cast(Backend, d.get("backend", "gloo")),
+            out_dir=str(d["out_dir"]),
+            backend=cast(Backend, d.get("backend", "gloo")),
             timeout_s=float(cast(float, d.get("timeout_s", DEFAULT_TIMEOUT_S))),
             faults=tuple(Fault.from_json(f) for f in faults),
             sizes=tuple(int(s) for s in cast(list[int], d.get("sizes") or [1024])),
             profile_wait=int(cast(int, d.get("profile_wait", 1))),
             profile_warmup=int(cast(int, d.get("profile_warmup", 1))),
             profile_active=int(cast(int, d.get("profile_active", 2))),
-            extra_steps=int(cast(int, d.get("extra_steps", 2))), coll=bool(d.get("coll", False)),
-            extra_env=tuple(sorted(env.items())), allow_shared_gpu=bool(d.get("allow_shared_gpu", False)),
+            extra_steps=int(cast(int, d.get("extra_steps", 2))),
+            coll=bool(d.get("coll", False)),
+            extra_env=tuple(sorted(env.items())),
+            allow_shared_gpu=bool(d.get("allow_shared_gpu", False)),
         )
 
     @classmethod

@@ -19,8 +19,20 @@ from ncclscope import __version__
 from ncclscope.capture.config import CONFIG_ENV, CaptureConfig
 
 _ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "CUDA_", "MASTER_", "TORCHELASTIC_", "OMP_", "PYTORCH_")
-_ENV_NAMES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-                        "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "TZ", "NVIDIA_VISIBLE_DEVICES"})
+_ENV_NAMES = frozenset(
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "GROUP_WORLD_SIZE",
+        "TZ",
+        "NVIDIA_VISIBLE_DEVICES",
+    }
+)
 
 
 def utc_now() -> str:
@@ -30,8 +42,9 @@ def utc_now() -> str:
 def captured_env(environ: dict[str, str] | os._Environ[str] | None = None) -> dict[str, str]:
     """The variables that shape NCCL, gloo and PyTorch distributed, sorted by name."""
     env = environ if environ is not None else os.environ
-    return {k: env[k] for k in sorted(env)
-            if k != CONFIG_ENV and (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES))}
+    return {
+        k: env[k] for k in sorted(env) if k != CONFIG_ENV and (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES))
+    }
 
 
 @dataclass
@@ -48,14 +61,21 @@ class Manifest:
     def start(self) -> None:
         self.data = {
             "schema": "ncclscope.capture.rank/1",
-            "rank": self.rank, "local_rank": self.local_rank, "world_size": self.world_size,
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "world_size": self.world_size,
             "node_rank": int(os.environ.get("GROUP_RANK", "0")),
-            "host": socket.gethostname(), "pid": os.getpid(), "backend": self.cfg.backend,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "backend": self.cfg.backend,
             "versions": {"python": platform.python_version(), "ncclscope": __version__},
             "faults": [f.to_json() for f in self.cfg.faults if f.applies_to(self.rank)],
             "job_faults": [f.to_json() for f in self.cfg.faults],
-            "config": self.cfg.to_json(), "env": captured_env(),
-            "files": self._files(), "started_utc": utc_now(), "status": "starting",
+            "config": self.cfg.to_json(),
+            "env": captured_env(),
+            "files": self._files(),
+            "started_utc": utc_now(),
+            "status": "starting",
         }
         self.write()
 
@@ -90,10 +110,16 @@ def torch_versions(torch: Any, backend: str) -> dict[str, Any]:
 
 def device_info(torch: Any, device: Any) -> dict[str, Any]:
     if device.type == "cuda":
-        return {"device": str(device), "device_name": torch.cuda.get_device_name(device),
-                "visible_gpus": torch.cuda.device_count()}
-    return {"device": "cpu", "device_name": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count()}
+        return {
+            "device": str(device),
+            "device_name": torch.cuda.get_device_name(device),
+            "visible_gpus": torch.cuda.device_count(),
+        }
+    return {
+        "device": "cpu",
+        "device_name": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
 
 
 def dump_flight(torch: Any, path: Path, backend: str) -> str:

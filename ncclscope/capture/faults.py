@@ -72,11 +72,16 @@ class Fault:
         ranks = d.get("ranks") or []
         assert isinstance(ranks, list)
         at = d.get("at")
-        return cls(kind=cast(FaultKind, d["kind"]), ranks=tuple(int(r) for r in ranks),
-                   delay_ms=float(cast(float, d.get("delay_ms", 0.0))),
-                   at=None if at is None else int(cast(int, at)),
-                   code=None if d.get("code") is None else int(cast(int, d["code"])), name=str(d.get("name", "lo")),
-                   asymmetric=bool(d.get("asymmetric", False)), spec=str(d.get("spec", "")))
+        return cls(
+            kind=cast(FaultKind, d["kind"]),
+            ranks=tuple(int(r) for r in ranks),
+            delay_ms=float(cast(float, d.get("delay_ms", 0.0))),
+            at=None if at is None else int(cast(int, at)),
+            code=None if d.get("code") is None else int(cast(int, d["code"])),
+            name=str(d.get("name", "lo")),
+            asymmetric=bool(d.get("asymmetric", False)),
+            spec=str(d.get("spec", "")),
+        )
 
 
 def parse_fault(spec: str) -> Fault:
@@ -90,12 +95,14 @@ def parse_fault(spec: str) -> Fault:
     unknown = set(params) - required - optional
     if unknown:
         allowed = ", ".join(sorted(required | optional)) or "none"
-        raise FaultSpecError(f"--inject {spec!r}: unknown key(s) {', '.join(sorted(unknown))} "
-                             f"for {kind} (allowed: {allowed})")
+        raise FaultSpecError(
+            f"--inject {spec!r}: unknown key(s) {', '.join(sorted(unknown))} for {kind} (allowed: {allowed})"
+        )
     missing = required - set(params)
     if missing:
-        raise FaultSpecError(f"--inject {spec!r}: {kind} needs {', '.join(sorted(missing))} "
-                             f"(e.g. {_example(kind)})")
+        raise FaultSpecError(
+            f"--inject {spec!r}: {kind} needs {', '.join(sorted(missing))} (e.g. {_example(kind)})"
+        )
     return _build(cast(FaultKind, kind), params, spec.strip())
 
 
@@ -108,8 +115,10 @@ def check_ranks(faults: Iterable[Fault], world_size: int) -> None:
     for f in faults:
         bad = [r for r in f.ranks if r >= world_size]
         if bad:
-            raise FaultSpecError(f"--inject {f.spec or f.kind!r}: rank {bad[0]} is outside the job "
-                                 f"(world size {world_size}: ranks 0..{world_size - 1})")
+            raise FaultSpecError(
+                f"--inject {f.spec or f.kind!r}: rank {bad[0]} is outside the job "
+                f"(world size {world_size}: ranks 0..{world_size - 1})"
+            )
 
 
 def _parse_params(spec: str, rest: str) -> dict[str, str]:
@@ -141,10 +150,14 @@ def _build(kind: FaultKind, p: dict[str, str], spec: str) -> Fault:
         raise FaultSpecError(f"--inject {spec!r}: code must be an exit status 1..255")
     asym = _yes(spec, p["asymmetric"]) if "asymmetric" in p else False
     if kind in NCCL_ONLY and bool(ranks) != asym:
-        raise FaultSpecError(f"--inject {spec!r}: {kind} applies to every rank (both ends of a connection must "
-                             f"agree on a transport); to disable it on some ranks only, a transport mismatch, "
-                             f"give both rank= and asymmetric=yes (e.g. {kind}:rank=1,asymmetric=yes)")
-    return Fault(kind=kind, ranks=ranks, delay_ms=delay, at=at, code=code, name=name, asymmetric=asym, spec=spec)
+        raise FaultSpecError(
+            f"--inject {spec!r}: {kind} applies to every rank (both ends of a connection must "
+            f"agree on a transport); to disable it on some ranks only, a transport mismatch, "
+            f"give both rank= and asymmetric=yes (e.g. {kind}:rank=1,asymmetric=yes)"
+        )
+    return Fault(
+        kind=kind, ranks=ranks, delay_ms=delay, at=at, code=code, name=name, asymmetric=asym, spec=spec
+    )
 
 
 def _yes(spec: str, value: str) -> bool:

@@ -29,8 +29,12 @@ class Plan:
     def for_rank(cls, faults: Sequence[Fault], rank: int, default_step: int) -> Plan:
         mine = [f for f in faults if f.applies_to(rank)]
         delay = sum(f.delay_ms for f in mine if f.kind == "straggler") / 1000.0
-        return cls(rank=rank, delay_s=delay, step_faults=tuple(f for f in mine if f.kind in STEP_FAULTS),
-                   default_step=default_step)
+        return cls(
+            rank=rank,
+            delay_s=delay,
+            step_faults=tuple(f for f in mine if f.kind in STEP_FAULTS),
+            default_step=default_step,
+        )
 
     def action(self, step: int, op: str, first_of_kind: bool) -> tuple[Action, Fault | None]:
         """The step fault to fire now, if any: only at the step's first `all_reduce`."""

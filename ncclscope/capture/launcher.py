@@ -117,8 +117,10 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
         raise InputError("--timeout must be > 0 seconds")
     check_ranks(opts.faults, world_size(opts))
     if opts.nnodes != "1" and not _has_rendezvous(opts.torchrun_args):
-        raise InputError(f"--nnodes {opts.nnodes}: every node must meet at one rendezvous; add it after `--`, "
-                         "e.g. -- --rdzv-backend c10d --rdzv-endpoint HOST:29500 --rdzv-id JOB")
+        raise InputError(
+            f"--nnodes {opts.nnodes}: every node must meet at one rendezvous; add it after `--`, "
+            "e.g. -- --rdzv-backend c10d --rdzv-endpoint HOST:29500 --rdzv-id JOB"
+        )
     if opts.out_dir.exists() and not opts.out_dir.is_dir():
         raise InputError(f"--out {opts.out_dir}: exists and is not a directory; pick a new one")
     d = opts.host_dir
@@ -126,18 +128,32 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
         what = "--out" if d == opts.out_dir else f"--out {opts.out_dir}: this node's directory"
         raise InputError(f"{what} {d}: exists and is not an empty directory; pick a new one")
     if opts.backend == "gloo":
-        return tuple(f"{f.spec or f.kind}: only changes NCCL's behaviour; with gloo it is recorded, "
-                     f"nothing more" for f in opts.faults if f.kind in NCCL_ONLY)
+        return tuple(
+            f"{f.spec or f.kind}: only changes NCCL's behaviour; with gloo it is recorded, nothing more"
+            for f in opts.faults
+            if f.kind in NCCL_ONLY
+        )
     if opts.timeout_s + DUMP_WAIT_MS / 1000 >= TORCHRUN_GRACE_S:
-        return ((f"--timeout {opts.timeout_s:g}: with PyTorch's {DUMP_WAIT_MS / 1000:g} s dump wait it reaches "
-                 f"torchrun's {TORCHRUN_GRACE_S:g} s SIGTERM-to-SIGKILL grace; a survivor's own timeout dump "
-                 "may be cut short"),)
+        return (
+            (
+                f"--timeout {opts.timeout_s:g}: with PyTorch's {DUMP_WAIT_MS / 1000:g} s dump wait it reaches "
+                f"torchrun's {TORCHRUN_GRACE_S:g} s SIGTERM-to-SIGKILL grace; a survivor's own timeout dump "
+                "may be cut short"
+            ),
+        )
     return ()
 
 
 def torchrun_argv(opts: CaptureOptions) -> list[str]:
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(opts.nproc_per_node),
-            "--nnodes", opts.nnodes]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(opts.nproc_per_node),
+        "--nnodes",
+        opts.nnodes,
+    ]
     if opts.nnodes == "1" and not _has_rendezvous(opts.torchrun_args):
         argv.append("--standalone")  # a free local port per run, so runs never collide
     return [*argv, *opts.torchrun_args, "-m", WORKER_MODULE]
@@ -159,20 +175,35 @@ def _arg_value(args: Sequence[str], *names: str) -> str | None:
 
 
 def config_for(opts: CaptureOptions) -> CaptureConfig:
-    return CaptureConfig(out_dir=str(opts.host_dir.resolve()), backend=opts.backend, timeout_s=opts.timeout_s,
-                         faults=opts.faults, coll=opts.coll, extra_env=opts.extra_env,
-                         allow_shared_gpu=opts.allow_shared_gpu)
+    return CaptureConfig(
+        out_dir=str(opts.host_dir.resolve()),
+        backend=opts.backend,
+        timeout_s=opts.timeout_s,
+        faults=opts.faults,
+        coll=opts.coll,
+        extra_env=opts.extra_env,
+        allow_shared_gpu=opts.allow_shared_gpu,
+    )
 
 
-def run_capture(opts: CaptureOptions, *, echo: Callable[[str], None] | None = None,
-                probe: Callable[[], GpuProbe] | None = None) -> CaptureResult:
+def run_capture(
+    opts: CaptureOptions,
+    *,
+    echo: Callable[[str], None] | None = None,
+    probe: Callable[[], GpuProbe] | None = None,
+) -> CaptureResult:
     """Check, then run the job to completion or to the deadline; always leaves the run manifest behind.
     Nothing is written when the options or the pre-flight refuse the job."""
     require_torch()
     notes = check_options(opts)
     if opts.backend == "nccl":
-        notes += preflight((probe or probe_gpus)(), backend=opts.backend, nproc_per_node=opts.nproc_per_node,
-                           allow_shared_gpu=opts.allow_shared_gpu, extra_env=dict(opts.extra_env))
+        notes += preflight(
+            (probe or probe_gpus)(),
+            backend=opts.backend,
+            nproc_per_node=opts.nproc_per_node,
+            allow_shared_gpu=opts.allow_shared_gpu,
+            extra_env=dict(opts.extra_env),
+        )
     cfg = config_for(opts)
     lay = cfg.layout
     lay.make_dirs()
@@ -184,31 +215,62 @@ def run_capture(opts: CaptureOptions, *, echo: Callable[[str], None] | None = No
     elapsed = time.monotonic() - t0
     if timed_out:
         notes += (f"the run passed its {opts.deadline_s:g} s deadline and was killed",)
-    settled = settle_manifests(sorted((lay.root / "manifest").glob("rank*.json")), lay.launcher_log,
-                               returncode=rc, timed_out=timed_out)
-    result = CaptureResult(out_dir=lay.root, argv=tuple(argv), returncode=rc, timed_out=timed_out,
-                           elapsed_s=elapsed, files=collect_files(lay), notes=notes, settled=tuple(settled))
+    settled = settle_manifests(
+        sorted((lay.root / "manifest").glob("rank*.json")),
+        lay.launcher_log,
+        returncode=rc,
+        timed_out=timed_out,
+    )
+    result = CaptureResult(
+        out_dir=lay.root,
+        argv=tuple(argv),
+        returncode=rc,
+        timed_out=timed_out,
+        elapsed_s=elapsed,
+        files=collect_files(lay),
+        notes=notes,
+        settled=tuple(settled),
+    )
     _write_run_manifest(opts, cfg, result, started)
     return result
 
 
 def collect_files(lay: Layout) -> dict[str, list[str]]:
     kinds = {"logs": "logs", "traces": "traces", "flight": "flight", "manifest": "manifest"}
-    return {k: sorted(str(p.relative_to(lay.root)) for p in (lay.root / sub).glob("*")
-                      if p.is_file() and not p.name.endswith(".tmp"))
-            for k, sub in kinds.items()}
+    return {
+        k: sorted(
+            str(p.relative_to(lay.root))
+            for p in (lay.root / sub).glob("*")
+            if p.is_file() and not p.name.endswith(".tmp")
+        )
+        for k, sub in kinds.items()
+    }
 
 
 def _write_run_manifest(opts: CaptureOptions, cfg: CaptureConfig, res: CaptureResult, started: str) -> None:
     data = {
-        "schema": "ncclscope.capture.run/1", "argv": list(res.argv), "host": opts.host,
-        "out_dir": str(opts.out_dir), "node_dir": os.path.relpath(cfg.layout.root, opts.out_dir.resolve()),
-        "backend": opts.backend, "nproc_per_node": opts.nproc_per_node, "nnodes": opts.nnodes,
-        "world_size": world_size(opts), "timeout_s": opts.timeout_s, "deadline_s": opts.deadline_s,
-        "faults": [f.to_json() for f in opts.faults], "config": cfg.to_json(),
+        "schema": "ncclscope.capture.run/1",
+        "argv": list(res.argv),
+        "host": opts.host,
+        "out_dir": str(opts.out_dir),
+        "node_dir": os.path.relpath(cfg.layout.root, opts.out_dir.resolve()),
+        "backend": opts.backend,
+        "nproc_per_node": opts.nproc_per_node,
+        "nnodes": opts.nnodes,
+        "world_size": world_size(opts),
+        "timeout_s": opts.timeout_s,
+        "deadline_s": opts.deadline_s,
+        "faults": [f.to_json() for f in opts.faults],
+        "config": cfg.to_json(),
         "job_env": {k: v for k, v in job_env(cfg).items() if k != "NCCLSCOPE_CAPTURE_CONFIG"},
         "allow_shared_gpu": opts.allow_shared_gpu,
-        "started_utc": started, "ended_utc": utc_now(), "elapsed_s": round(res.elapsed_s, 3),
-        "returncode": res.returncode, "timed_out": res.timed_out, "settled_ranks": list(res.settled), "files": res.files, "notes": list(res.notes),
+        "started_utc": started,
+        "ended_utc": utc_now(),
+        "elapsed_s": round(res.elapsed_s, 3),
+        "returncode": res.returncode,
+        "timed_out": res.timed_out,
+        "settled_ranks": list(res.settled),
+        "files": res.files,
+        "notes": list(res.notes),
     }
     cfg.layout.run_manifest.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

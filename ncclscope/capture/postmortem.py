@@ -19,8 +19,10 @@ UNFINISHED = frozenset({"starting", "running"})
 # torchrun's ChildFailedError summary, one block per failed local worker:
 #   rank      : 3 (local_rank: 3)
 #   exitcode  : -9 (pid: 26749)
-_BLOCK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)",
-                    re.MULTILINE)
+_BLOCK = re.compile(
+    r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)",
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,14 @@ class RankExit:
 
 def torchrun_exits(text: str) -> dict[int, RankExit]:
     """Every rank torchrun's failure summary lists (Root Cause and Other Failures alike)."""
-    return {int(m[1]): RankExit(rank=int(m[1]), exit_code=int(m[2]), pid=int(m[3])) for m in _BLOCK.finditer(text)}
+    return {
+        int(m[1]): RankExit(rank=int(m[1]), exit_code=int(m[2]), pid=int(m[3])) for m in _BLOCK.finditer(text)
+    }
 
 
-def settle_manifests(manifests: Iterable[Path], torchrun_log: Path, *, returncode: int,
-                     timed_out: bool) -> list[int]:
+def settle_manifests(
+    manifests: Iterable[Path], torchrun_log: Path, *, returncode: int, timed_out: bool
+) -> list[int]:
     """Rewrite each manifest still `starting`/`running`; return the ranks rewritten.
 
     status becomes `killed` (torchrun saw a signal), `exited` (an exit code) or `lost` (torchrun said
@@ -75,12 +80,17 @@ def settle_manifests(manifests: Iterable[Path], torchrun_log: Path, *, returncod
     return sorted(settled)
 
 
-def _observed(before: str, seen: RankExit | None, returncode: int, timed_out: bool,
-              torchrun_log: Path) -> dict[str, object]:
+def _observed(
+    before: str, seen: RankExit | None, returncode: int, timed_out: bool, torchrun_log: Path
+) -> dict[str, object]:
     status = "lost" if seen is None else "killed" if seen.signal else "exited"
     observed: dict[str, object] = {
-        "by": "launcher", "status_before": before, "torchrun_returncode": returncode, "timed_out": timed_out,
-        "exit_code": None if seen is None else seen.exit_code, "signal": None if seen is None else seen.signal,
+        "by": "launcher",
+        "status_before": before,
+        "torchrun_returncode": returncode,
+        "timed_out": timed_out,
+        "exit_code": None if seen is None else seen.exit_code,
+        "signal": None if seen is None else seen.signal,
         "source": f"logs/{torchrun_log.name}" if seen is not None else None,
     }
     out: dict[str, object] = {"status": status, "launcher_observed": observed, "ended_utc": utc_now()}
@@ -88,8 +98,11 @@ def _observed(before: str, seen: RankExit | None, returncode: int, timed_out: bo
         out["exit_code"] = seen.exit_code
         out["error"] = f"killed by {seen.signal}" if seen.signal else f"exited with status {seen.exit_code}"
     else:
-        out["error"] = ("no exit status: torchrun was killed at the outer deadline" if timed_out
-                        else "no exit status in torchrun's summary")
+        out["error"] = (
+            "no exit status: torchrun was killed at the outer deadline"
+            if timed_out
+            else "no exit status in torchrun's summary"
+        )
     return out
 
 

@@ -56,41 +56,57 @@ def probe_gpus() -> GpuProbe:
             version = tuple(int(p) for p in v) if isinstance(v, tuple) else None
         except Exception:  # noqa: BLE001 - a version we cannot read changes only a note
             version = None
-    return GpuProbe(torch_version=str(torch.__version__), nccl_available=nccl, cuda_available=cuda,
-                    device_count=count, nccl_version=version)
+    return GpuProbe(
+        torch_version=str(torch.__version__),
+        nccl_available=nccl,
+        cuda_available=cuda,
+        device_count=count,
+        nccl_version=version,
+    )
 
 
-def preflight(probe: GpuProbe, *, backend: str, nproc_per_node: int, allow_shared_gpu: bool,
-              extra_env: dict[str, str]) -> tuple[str, ...]:
+def preflight(
+    probe: GpuProbe, *, backend: str, nproc_per_node: int, allow_shared_gpu: bool, extra_env: dict[str, str]
+) -> tuple[str, ...]:
     """Refuse (PreflightError, one line) a job NCCL cannot run here; return notes about one that
     runs ranks on shared GPUs on purpose. gloo needs nothing from the probe."""
     if backend != "nccl":
         return ()
     if not probe.nccl_available:
         gpu = "" if probe.cuda_available else " and sees no CUDA GPU"
-        raise PreflightError(f"--backend nccl: this PyTorch ({probe.torch_version}) is built without NCCL{gpu}; "
-                             "use --backend gloo, or install a CUDA build of PyTorch")
+        raise PreflightError(
+            f"--backend nccl: this PyTorch ({probe.torch_version}) is built without NCCL{gpu}; "
+            "use --backend gloo, or install a CUDA build of PyTorch"
+        )
     if not probe.cuda_available or probe.device_count == 0:
-        raise PreflightError(f"--backend nccl: PyTorch {probe.torch_version} sees no CUDA GPU "
-                             "(torch.cuda.is_available() is False; check the driver and CUDA_VISIBLE_DEVICES); "
-                             "use --backend gloo on a CPU-only machine")
+        raise PreflightError(
+            f"--backend nccl: PyTorch {probe.torch_version} sees no CUDA GPU "
+            "(torch.cuda.is_available() is False; check the driver and CUDA_VISIBLE_DEVICES); "
+            "use --backend gloo on a CPU-only machine"
+        )
     if probe.device_count >= nproc_per_node:
         return ()
     if not allow_shared_gpu:
-        raise PreflightError(f"--nproc-per-node {nproc_per_node}: only {probe.device_count} GPU(s) visible, and NCCL "
-                             "refuses two ranks on one GPU at init; use --nproc-per-node "
-                             f"{probe.device_count}, or --allow-shared-gpu to capture that failure on purpose")
+        raise PreflightError(
+            f"--nproc-per-node {nproc_per_node}: only {probe.device_count} GPU(s) visible, and NCCL "
+            "refuses two ranks on one GPU at init; use --nproc-per-node "
+            f"{probe.device_count}, or --allow-shared-gpu to capture that failure on purpose"
+        )
     return (shared_gpu_note(probe, nproc_per_node, extra_env),)
 
 
 def shared_gpu_note(probe: GpuProbe, nproc_per_node: int, extra_env: dict[str, str]) -> str:
-    head = (f"--allow-shared-gpu: {nproc_per_node} ranks share {probe.device_count} GPU(s) on purpose "
-            "(rank r uses GPU r mod count)")
+    head = (
+        f"--allow-shared-gpu: {nproc_per_node} ranks share {probe.device_count} GPU(s) on purpose "
+        "(rank r uses GPU r mod count)"
+    )
     v = probe.nccl_version
     shown = ".".join(str(p) for p in v) if v else "unknown"
     if extra_env.get(MULTI_RANK_GPU_ENV) != "1":
-        return (f"{head}; NCCL {shown} should refuse it at init ('Duplicate GPU detected' before 2.30, "
-                f"'Multiple ranks … same GPU' from 2.30; --env {MULTI_RANK_GPU_ENV}=1 allows it on NCCL >= 2.30)")
+        return (
+            f"{head}; NCCL {shown} should refuse it at init ('Duplicate GPU detected' before 2.30, "
+            f"'Multiple ranks … same GPU' from 2.30; --env {MULTI_RANK_GPU_ENV}=1 allows it on NCCL >= 2.30)"
+        )
     if v is not None and v[:2] < MULTI_RANK_GPU_SINCE:
         return f"{head}; NCCL {shown} predates {MULTI_RANK_GPU_ENV} (2.30) and should still refuse it at init"
     return f"{head}; {MULTI_RANK_GPU_ENV}=1: NCCL >= 2.30 runs it (NVLS off)"

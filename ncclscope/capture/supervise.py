@@ -15,10 +15,19 @@ from typing import TextIO
 KILL_GRACE_S = 10.0
 
 
-def supervise(argv: list[str], env: dict[str, str], deadline_s: float, log: TextIO,
-               echo: Callable[[str], None] | None) -> tuple[int, bool]:
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, text=True, errors="replace")
+def supervise(
+    argv: list[str], env: dict[str, str], deadline_s: float, log: TextIO, echo: Callable[[str], None] | None
+) -> tuple[int, bool]:
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+        errors="replace",
+    )
     pump = threading.Thread(target=_pump, args=(proc, log, echo), daemon=True)
     pump.start()
     try:
@@ -85,7 +94,7 @@ def descendants(pid: int) -> list[int]:
             stat = entry.read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
     out, todo = [], [pid]
     while todo:

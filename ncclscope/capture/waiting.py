@@ -28,9 +28,14 @@ class WaitTimeout(RuntimeError):
     """What the worker waited for was still not done at its deadline."""
 
 
-def wait_until(done: Callable[[], bool], *, timeout_s: float, what: str,
-               clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> int:
+def wait_until(
+    done: Callable[[], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """Poll `done()` until it returns True; raise WaitTimeout once `timeout_s` has passed.
 
     The sleep slice doubles from FIRST_SLICE_S up to MAX_SLICE_S, so a step that finishes at once

@@ -102,12 +102,18 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
     failure: BaseException | None = None
     try:
         device = workload.pick_device(torch, cfg.backend, local_rank, shared_ok=cfg.allow_shared_gpu)
-        man.update(versions={**man.data["versions"], **torch_versions(torch, cfg.backend)},
-                   **device_info(torch, device))
-        say(rank, f"init backend={cfg.backend} world_size={man.world_size} device={device} "
-                  f"timeout_s={cfg.timeout_s:g}")
-        dist.init_process_group(cfg.backend, timeout=timedelta(seconds=cfg.timeout_s),
-                                **_eager_init(dist, cfg.backend, device))
+        man.update(
+            versions={**man.data["versions"], **torch_versions(torch, cfg.backend)},
+            **device_info(torch, device),
+        )
+        say(
+            rank,
+            f"init backend={cfg.backend} world_size={man.world_size} device={device} "
+            f"timeout_s={cfg.timeout_s:g}",
+        )
+        dist.init_process_group(
+            cfg.backend, timeout=timedelta(seconds=cfg.timeout_s), **_eager_init(dist, cfg.backend, device)
+        )
         started = True
         man.update(status="running", init_done_utc=utc_now())
         _steps(torch, cfg, rank, device, man)
@@ -125,8 +131,13 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
             # writing its evidence after the peer's error: that must not be cut short (SIGKILL follows
             # torchrun's grace period if this hangs).
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        flight = ("not needed" if not flight_needed(code, cfg) else "no process group" if not started
-                  else dump_flight(torch, cfg.layout.flight(rank), cfg.backend))
+        flight = (
+            "not needed"
+            if not flight_needed(code, cfg)
+            else "no process group"
+            if not started
+            else dump_flight(torch, cfg.layout.flight(rank), cfg.backend)
+        )
         man.update(status=status, exit_code=code, error=err, flight_dump=flight, ended_utc=utc_now())
         flush_stdio()
     if failure is not None:
@@ -156,8 +167,9 @@ def _steps(torch: Any, cfg: CaptureConfig, rank: int, device: Any, man: Manifest
 
     plan = Plan.for_rank(cfg.faults, rank, cfg.fault_step)
     stall = cfg.timeout_s * 3 + 10
-    wl = workload.Workload(torch, device, plan, cfg.sizes, stall, lambda m: say(rank, m),
-                           sync_timeout_s=cfg.sync_timeout_s)
+    wl = workload.Workload(
+        torch, device, plan, cfg.sizes, stall, lambda m: say(rank, m), sync_timeout_s=cfg.sync_timeout_s
+    )
     trace = cfg.layout.trace(rank)
 
     def export(prof: Any) -> None:
@@ -165,8 +177,9 @@ def _steps(torch: Any, cfg: CaptureConfig, rank: int, device: Any, man: Manifest
         prof.export_chrome_trace(str(trace))
         say(rank, f"trace written: {trace.name}")
 
-    prof = workload.profiler(torch, cfg.backend, cfg.profile_wait, cfg.profile_warmup,
-                             cfg.profile_active, export)
+    prof = workload.profiler(
+        torch, cfg.backend, cfg.profile_wait, cfg.profile_warmup, cfg.profile_active, export
+    )
     with prof:
         for step in range(cfg.steps):
             t0 = time.perf_counter()

@@ -29,8 +29,10 @@ def pick_device(torch: Any, backend: str, local_rank: int, *, shared_ok: bool = 
     if n == 0:
         raise RuntimeError("--backend nccl needs a CUDA GPU; use --backend gloo on a CPU-only machine")
     if local_rank >= n and not shared_ok:
-        raise RuntimeError(f"local rank {local_rank} has no GPU of its own ({n} visible); "
-                           "--allow-shared-gpu runs ranks on shared GPUs on purpose")
+        raise RuntimeError(
+            f"local rank {local_rank} has no GPU of its own ({n} visible); "
+            "--allow-shared-gpu runs ranks on shared GPUs on purpose"
+        )
     dev = torch.device("cuda", local_rank % n)
     torch.cuda.set_device(dev)
     return dev
@@ -39,8 +41,17 @@ def pick_device(torch: Any, backend: str, local_rank: int, *, shared_ok: bool = 
 class Workload:
     """One training step and one round of collectives per `step()`, faults applied on the way."""
 
-    def __init__(self, torch: Any, device: Any, plan: Plan, sizes: tuple[int, ...], stall_s: float,
-                 say: Callable[[str], None], *, sync_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        device: Any,
+        plan: Plan,
+        sizes: tuple[int, ...],
+        stall_s: float,
+        say: Callable[[str], None],
+        *,
+        sync_timeout_s: float = 60.0,
+    ) -> None:
         import torch.distributed as dist
 
         self.torch, self.dist, self.device, self.plan, self.say = torch, dist, device, plan, say
@@ -78,8 +89,11 @@ class Workload:
         a collective whose peer is gone never finishes, and a blocked main thread would let neither
         torchrun's SIGTERM nor any deadline reach Python."""
         if self.device.type == "cuda":
-            wait_for_event(self.torch.cuda.Event(), timeout_s=self.sync_timeout_s,
-                           what=f"step {step}'s CUDA work (collectives included)")
+            wait_for_event(
+                self.torch.cuda.Event(),
+                timeout_s=self.sync_timeout_s,
+                what=f"step {step}'s CUDA work (collectives included)",
+            )
 
     def _delay(self) -> None:
         if self.plan.delay_s > 0:
@@ -139,12 +153,17 @@ class Workload:
             req.wait()
 
 
-def profiler(torch: Any, backend: str, wait: int, warmup: int, active: int,
-             on_ready: Callable[[Any], None]) -> Any:
+def profiler(
+    torch: Any, backend: str, wait: int, warmup: int, active: int, on_ready: Callable[[Any], None]
+) -> Any:
     """A short torch.profiler schedule: one window of `active` steps, then the trace is written."""
     prof = torch.profiler
     acts = [prof.ProfilerActivity.CPU]
     if backend == "nccl":
         acts.append(prof.ProfilerActivity.CUDA)
-    return prof.profile(activities=acts, record_shapes=True, on_trace_ready=on_ready,
-                        schedule=prof.schedule(wait=wait, warmup=warmup, active=active, repeat=1))
+    return prof.profile(
+        activities=acts,
+        record_shapes=True,
+        on_trace_ready=on_ready,
+        schedule=prof.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+    )

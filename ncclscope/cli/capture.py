@@ -25,40 +25,77 @@ class BackendChoice(str, Enum):
     gloo = "gloo"
 
 
-INJECT_HELP = ("Fault to inject (repeatable): straggler:rank=R,delay_ms=D | hang:rank=R | mismatch:rank=R | "
-               "crash:rank=R[,code=C] | iface:rank=R,name=lo | no-ib | no-p2p (every rank; "
-               "rank=R,asymmetric=yes: a transport mismatch). "
-               "hang/mismatch/crash take at=STEP; rank=1+3 names several ranks.")
+INJECT_HELP = (
+    "Fault to inject (repeatable): straggler:rank=R,delay_ms=D | hang:rank=R | mismatch:rank=R | "
+    "crash:rank=R[,code=C] | iface:rank=R,name=lo | no-ib | no-p2p (every rank; "
+    "rank=R,asymmetric=yes: a transport mismatch). "
+    "hang/mismatch/crash take at=STEP; rank=1+3 names several ranks."
+)
 
 
 @app.command(no_args_is_help=False)
 def capture(
-    torchrun_args: Annotated[list[str] | None, typer.Argument(
-        help="Extra torchrun arguments, after `--` (e.g. -- --rdzv-endpoint host:29500).",
-        show_default=False)] = None,
+    torchrun_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Extra torchrun arguments, after `--` (e.g. -- --rdzv-endpoint host:29500).",
+            show_default=False,
+        ),
+    ] = None,
     nproc_per_node: Annotated[int, typer.Option("--nproc-per-node", help="Ranks per node.")] = 2,
     nnodes: Annotated[str, typer.Option("--nnodes", help="Nodes: N or MIN:MAX (torchrun's form).")] = "1",
-    out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="New or empty output directory [default: ./ncclscope-capture-<UTC time>].",
-        show_default=False)] = None,
-    inject: Annotated[list[str] | None, typer.Option("--inject", "-i", help=INJECT_HELP,
-                                                     show_default=False)] = None,
-    backend: Annotated[BackendChoice, typer.Option(
-        "--backend", help="nccl (GPUs) or gloo (CPU); auto picks nccl when a GPU is visible.")] = BackendChoice.auto,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", help="Process-group (collective) timeout in seconds; a hang ends after it. Keep it "
-        "well under torchrun's 30 s SIGTERM-to-SIGKILL grace.")] = DEFAULT_TIMEOUT_S,
-    run_timeout: Annotated[float | None, typer.Option(
-        "--run-timeout", help="Outer bound on the whole run, in seconds [default: 2 × timeout + 120].",
-        show_default=False)] = None,
-    coll: Annotated[bool, typer.Option("--coll", help="Add COLL to NCCL_DEBUG_SUBSYS (one line per collective).")]
-    = False,
-    env: Annotated[list[str] | None, typer.Option(
-        "--env", help="Extra KEY=VALUE for every rank (repeatable); wins over capture's own settings and "
-        "over the variables a fault sets.", show_default=False)] = None,
-    allow_shared_gpu: Annotated[bool, typer.Option(
-        "--allow-shared-gpu", help="NCCL with more ranks per node than GPUs: run it anyway (ranks share GPUs), "
-        "to capture NCCL's duplicate-GPU failure on purpose.")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="New or empty output directory [default: ./ncclscope-capture-<UTC time>].",
+            show_default=False,
+        ),
+    ] = None,
+    inject: Annotated[
+        list[str] | None, typer.Option("--inject", "-i", help=INJECT_HELP, show_default=False)
+    ] = None,
+    backend: Annotated[
+        BackendChoice,
+        typer.Option("--backend", help="nccl (GPUs) or gloo (CPU); auto picks nccl when a GPU is visible."),
+    ] = BackendChoice.auto,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Process-group (collective) timeout in seconds; a hang ends after it. Keep it "
+            "well under torchrun's 30 s SIGTERM-to-SIGKILL grace.",
+        ),
+    ] = DEFAULT_TIMEOUT_S,
+    run_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--run-timeout",
+            help="Outer bound on the whole run, in seconds [default: 2 × timeout + 120].",
+            show_default=False,
+        ),
+    ] = None,
+    coll: Annotated[
+        bool, typer.Option("--coll", help="Add COLL to NCCL_DEBUG_SUBSYS (one line per collective).")
+    ] = False,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            help="Extra KEY=VALUE for every rank (repeatable); wins over capture's own settings and "
+            "over the variables a fault sets.",
+            show_default=False,
+        ),
+    ] = None,
+    allow_shared_gpu: Annotated[
+        bool,
+        typer.Option(
+            "--allow-shared-gpu",
+            help="NCCL with more ranks per node than GPUs: run it anyway (ranks share GPUs), "
+            "to capture NCCL's duplicate-GPU failure on purpose.",
+        ),
+    ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Run a small DDP + collectives job under torchrun and capture its evidence. Exit 0: evidence
@@ -70,12 +107,23 @@ def capture(
     faults = parse_faults(inject or [])
     opts = CaptureOptions(
         out_dir=out or Path(f"ncclscope-capture-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"),
-        nproc_per_node=nproc_per_node, nnodes=nnodes, backend=resolve_backend(backend.value), faults=faults,
-        timeout_s=timeout, run_timeout_s=run_timeout, coll=coll, extra_env=_parse_env(env or []),
-        torchrun_args=tuple(torchrun_args or ()), allow_shared_gpu=allow_shared_gpu)
+        nproc_per_node=nproc_per_node,
+        nnodes=nnodes,
+        backend=resolve_backend(backend.value),
+        faults=faults,
+        timeout_s=timeout,
+        run_timeout_s=run_timeout,
+        coll=coll,
+        extra_env=_parse_env(env or []),
+        torchrun_args=tuple(torchrun_args or ()),
+        allow_shared_gpu=allow_shared_gpu,
+    )
     err = stderr_console()
-    echo = None if quiet else (lambda line: err.print(line, markup=False, highlight=False, style="dim",
-                                                      soft_wrap=True))
+    echo = (
+        None
+        if quiet
+        else (lambda line: err.print(line, markup=False, highlight=False, style="dim", soft_wrap=True))
+    )
     res = run_capture(opts, echo=echo)
     _summary(res, faults, opts.out_dir)
     for note in res.notes:
@@ -104,6 +152,9 @@ def _summary(res: CaptureResult, faults: tuple[Fault, ...], top: Path) -> None:
     if faults:
         out.print("  injected " + "; ".join(f.spec for f in faults), markup=False)
     if res.settled:
-        out.print(f"  rank(s) {', '.join(map(str, res.settled))} died without a word: the launcher wrote "
-                  "how torchrun saw them end into their manifests", markup=False)
+        out.print(
+            f"  rank(s) {', '.join(map(str, res.settled))} died without a word: the launcher wrote "
+            "how torchrun saw them end into their manifests",
+            markup=False,
+        )
     out.print(f"next: ncclscope analyze {top}", markup=False)

@@ -30,7 +30,7 @@ def test_extra_torchrun_args_go_before_the_module(tmp_path: Path) -> None:
     argv = torchrun_argv(CaptureOptions(out_dir=tmp_path, nnodes="2", torchrun_args=extra))
     assert "--standalone" not in argv
     i = argv.index("--rdzv-backend")
-    assert tuple(argv[i:i + len(extra)]) == extra and argv[-2:] == ["-m", WORKER_MODULE]
+    assert tuple(argv[i : i + len(extra)]) == extra and argv[-2:] == ["-m", WORKER_MODULE]
 
 
 def test_world_size_and_option_checks(tmp_path: Path) -> None:
@@ -47,7 +47,9 @@ def test_world_size_and_option_checks(tmp_path: Path) -> None:
         check_options(CaptureOptions(out_dir=tmp_path / "new", timeout_s=0))
     with pytest.raises(InputError, match="rendezvous"):
         check_options(CaptureOptions(out_dir=tmp_path / "new", nnodes="2"))
-    check_options(CaptureOptions(out_dir=tmp_path / "new", nnodes="2", torchrun_args=("--rdzv-endpoint", "h:1")))
+    check_options(
+        CaptureOptions(out_dir=tmp_path / "new", nnodes="2", torchrun_args=("--rdzv-endpoint", "h:1"))
+    )
     notes = check_options(CaptureOptions(out_dir=tmp_path / "new", faults=parse_faults(["no-ib"])))
     assert notes and "only changes NCCL" in notes[0]
     late = check_options(CaptureOptions(out_dir=tmp_path / "new", backend="nccl", timeout_s=30))
@@ -56,8 +58,12 @@ def test_world_size_and_option_checks(tmp_path: Path) -> None:
 
 
 def test_job_env_asks_nccl_and_pytorch_for_their_evidence(tmp_path: Path) -> None:
-    cfg = CaptureConfig(out_dir=str(tmp_path), backend="nccl", coll=True,
-                        extra_env=(("FOO", "1"), ("NCCL_DEBUG_SUBSYS", "ALL")))
+    cfg = CaptureConfig(
+        out_dir=str(tmp_path),
+        backend="nccl",
+        coll=True,
+        extra_env=(("FOO", "1"), ("NCCL_DEBUG_SUBSYS", "ALL")),
+    )
     env = job_env(cfg)
     assert env["NCCL_DEBUG"] == "INFO" and env["TZ"] == "UTC"
     assert env["NCCL_DEBUG_SUBSYS"] == "ALL" and env["FOO"] == "1"  # --env wins
@@ -104,8 +110,9 @@ def test_bad_env_item_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "--env: expected KEY=VALUE" in capsys.readouterr().err
 
 
-def test_missing_torch_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_torch_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
@@ -122,8 +129,7 @@ def test_ncclscope_imports_and_fails_cleanly_without_torch(tmp_path: Path) -> No
         "from ncclscope.cli import main\n"
         f"sys.exit(main(['capture', '--out', {str(tmp_path / 'o')!r}]))\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
     assert "pip install 'ncclscope[capture]'" in p.stderr and "Traceback" not in p.stderr
 

@@ -10,51 +10,57 @@ from ncclscope.capture.faults import KINDS, Fault, FaultSpecError, check_ranks, 
 from ncclscope.capture.inject import Plan, mismatched_numel
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("straggler:rank=1,delay_ms=50", Fault("straggler", (1,), delay_ms=50.0)),
-    ("straggler:rank=0+2,delay_ms=2.5", Fault("straggler", (0, 2), delay_ms=2.5)),
-    ("hang:rank=3", Fault("hang", (3,))),
-    ("hang:rank=1,at=7", Fault("hang", (1,), at=7)),
-    ("mismatch:rank=0", Fault("mismatch", (0,))),
-    ("crash:rank=1", Fault("crash", (1,))),
-    ("crash:rank=1,code=13", Fault("crash", (1,), code=13)),
-    ("iface:rank=1,name=lo", Fault("iface", (1,), name="lo")),
-    ("iface:rank=1", Fault("iface", (1,), name="lo")),
-    ("no-ib", Fault("no-ib", ())),
-    ("no-ib:rank=2,asymmetric=yes", Fault("no-ib", (2,), asymmetric=True)),
-    ("no-p2p", Fault("no-p2p", ())),
-    ("NO-P2P:rank=1,asymmetric=TRUE", Fault("no-p2p", (1,), asymmetric=True)),
-    (" straggler : rank = 1 , delay-ms = 5 ", Fault("straggler", (1,), delay_ms=5.0)),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("straggler:rank=1,delay_ms=50", Fault("straggler", (1,), delay_ms=50.0)),
+        ("straggler:rank=0+2,delay_ms=2.5", Fault("straggler", (0, 2), delay_ms=2.5)),
+        ("hang:rank=3", Fault("hang", (3,))),
+        ("hang:rank=1,at=7", Fault("hang", (1,), at=7)),
+        ("mismatch:rank=0", Fault("mismatch", (0,))),
+        ("crash:rank=1", Fault("crash", (1,))),
+        ("crash:rank=1,code=13", Fault("crash", (1,), code=13)),
+        ("iface:rank=1,name=lo", Fault("iface", (1,), name="lo")),
+        ("iface:rank=1", Fault("iface", (1,), name="lo")),
+        ("no-ib", Fault("no-ib", ())),
+        ("no-ib:rank=2,asymmetric=yes", Fault("no-ib", (2,), asymmetric=True)),
+        ("no-p2p", Fault("no-p2p", ())),
+        ("NO-P2P:rank=1,asymmetric=TRUE", Fault("no-p2p", (1,), asymmetric=True)),
+        (" straggler : rank = 1 , delay-ms = 5 ", Fault("straggler", (1,), delay_ms=5.0)),
+    ],
+)
 def test_parse_valid(spec: str, expected: Fault) -> None:
     f = parse_fault(spec)
     assert f == expected
     assert f.spec == spec.strip()
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("explode:rank=1", "unknown fault 'explode'"),
-    ("straggler:rank=1", "needs delay_ms"),
-    ("straggler:delay_ms=5", "needs rank"),
-    ("straggler:rank=1,delay_ms=0", "delay_ms must be > 0"),
-    ("straggler:rank=1,delay_ms=fast", "delay_ms must be a number"),
-    ("straggler:rank=1,delay_ms=nan", "must be finite"),
-    ("hang", "hang needs rank"),
-    ("hang:rank=-1", "rank must be a non-negative integer"),
-    ("hang:rank=one", "rank must be a non-negative integer"),
-    ("hang:rank=1,rank=2", "rank given twice"),
-    ("hang:rank=1+1", "a rank is repeated"),
-    ("hang:rank=1,delay_ms=3", "unknown key(s) delay_ms for hang"),
-    ("hang:rank", "expected key=value"),
-    ("crash:rank=1,code=0", "code must be an exit status"),
-    ("crash:rank=1,code=300", "code must be an exit status"),
-    ("iface:rank=1,name=lo;rm", "interface name"),
-    ("no-ib:at=3", "unknown key(s) at"),
-    ("no-p2p:rank=1", "a transport mismatch, give both rank= and asymmetric=yes"),
-    ("no-ib:rank=0+1", "no-ib applies to every rank"),
-    ("no-p2p:asymmetric=yes", "give both rank= and asymmetric=yes"),
-    ("no-p2p:rank=1,asymmetric=maybe", "asymmetric must be yes or no"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("explode:rank=1", "unknown fault 'explode'"),
+        ("straggler:rank=1", "needs delay_ms"),
+        ("straggler:delay_ms=5", "needs rank"),
+        ("straggler:rank=1,delay_ms=0", "delay_ms must be > 0"),
+        ("straggler:rank=1,delay_ms=fast", "delay_ms must be a number"),
+        ("straggler:rank=1,delay_ms=nan", "must be finite"),
+        ("hang", "hang needs rank"),
+        ("hang:rank=-1", "rank must be a non-negative integer"),
+        ("hang:rank=one", "rank must be a non-negative integer"),
+        ("hang:rank=1,rank=2", "rank given twice"),
+        ("hang:rank=1+1", "a rank is repeated"),
+        ("hang:rank=1,delay_ms=3", "unknown key(s) delay_ms for hang"),
+        ("hang:rank", "expected key=value"),
+        ("crash:rank=1,code=0", "code must be an exit status"),
+        ("crash:rank=1,code=300", "code must be an exit status"),
+        ("iface:rank=1,name=lo;rm", "interface name"),
+        ("no-ib:at=3", "unknown key(s) at"),
+        ("no-p2p:rank=1", "a transport mismatch, give both rank= and asymmetric=yes"),
+        ("no-ib:rank=0+1", "no-ib applies to every rank"),
+        ("no-p2p:asymmetric=yes", "give both rank= and asymmetric=yes"),
+        ("no-p2p:rank=1,asymmetric=maybe", "asymmetric must be yes or no"),
+    ],
+)
 def test_parse_errors_are_clear(spec: str, message: str) -> None:
     with pytest.raises(FaultSpecError) as e:
         parse_fault(spec)
@@ -83,7 +89,10 @@ def test_check_ranks_against_world_size() -> None:
 
 
 def test_environment_faults() -> None:
-    assert parse_fault("iface:rank=1,name=eth9").env() == {"NCCL_SOCKET_IFNAME": "eth9", "GLOO_SOCKET_IFNAME": "eth9"}
+    assert parse_fault("iface:rank=1,name=eth9").env() == {
+        "NCCL_SOCKET_IFNAME": "eth9",
+        "GLOO_SOCKET_IFNAME": "eth9",
+    }
     assert parse_fault("no-ib").env() == {"NCCL_IB_DISABLE": "1"}
     assert parse_fault("no-p2p").env() == {"NCCL_P2P_DISABLE": "1"}
     assert parse_fault("hang:rank=0").env() == {}
@@ -92,10 +101,19 @@ def test_environment_faults() -> None:
     assert not parse_fault("no-ib:rank=0,asymmetric=yes").applies_to(1)
 
 
-specs = st.sampled_from([
-    "straggler:rank=1,delay_ms=50", "hang:rank=0,at=3", "mismatch:rank=2", "crash:rank=1,code=9",
-    "crash:rank=0+1", "iface:rank=1,name=eth0", "no-ib", "no-ib:rank=3,asymmetric=yes", "no-p2p",
-])
+specs = st.sampled_from(
+    [
+        "straggler:rank=1,delay_ms=50",
+        "hang:rank=0,at=3",
+        "mismatch:rank=2",
+        "crash:rank=1,code=9",
+        "crash:rank=0+1",
+        "iface:rank=1,name=eth0",
+        "no-ib",
+        "no-ib:rank=3,asymmetric=yes",
+        "no-p2p",
+    ]
+)
 
 
 @given(st.lists(specs, max_size=4))

@@ -19,9 +19,15 @@ from ncclscope.errors import InputError
 
 
 def test_env_wins_over_fault_variables_and_pinned_knobs(tmp_path: Path) -> None:
-    cfg = CaptureConfig(out_dir=str(tmp_path), faults=parse_faults(["no-p2p", "iface:rank=1,name=eth9"]),
-                        extra_env=(("NCCL_P2P_DISABLE", "0"), ("NCCL_SOCKET_IFNAME", "ib0"),
-                                   ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3")))
+    cfg = CaptureConfig(
+        out_dir=str(tmp_path),
+        faults=parse_faults(["no-p2p", "iface:rank=1,name=eth9"]),
+        extra_env=(
+            ("NCCL_P2P_DISABLE", "0"),
+            ("NCCL_SOCKET_IFNAME", "ib0"),
+            ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"),
+        ),
+    )
     job = job_env(cfg)
     assert job["NCCL_P2P_DISABLE"] == "0" and job["NCCL_SOCKET_IFNAME"] == "ib0"
     assert job["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "3"
@@ -44,7 +50,9 @@ def test_each_node_gets_its_own_directory(tmp_path: Path) -> None:
     a = CaptureOptions(out_dir=tmp_path / "cap", nnodes="2", host="node-a", torchrun_args=rdzv)
     b = CaptureOptions(out_dir=tmp_path / "cap", nnodes="2", host="node-b", torchrun_args=rdzv)
     assert a.host_dir == tmp_path / "cap" / "node-a" and b.host_dir == tmp_path / "cap" / "node-b"
-    ranked = CaptureOptions(out_dir=tmp_path / "cap", nnodes="1:2", host="x/y", torchrun_args=(*rdzv, "--node-rank=1"))
+    ranked = CaptureOptions(
+        out_dir=tmp_path / "cap", nnodes="1:2", host="x/y", torchrun_args=(*rdzv, "--node-rank=1")
+    )
     assert ranked.host_dir == tmp_path / "cap" / "x_y.node1"
     # Node a has written its files: node b may still start in the same --out, node a again may not.
     config_for(a).layout.make_dirs()
@@ -69,8 +77,15 @@ def test_env_beats_a_fault_in_a_real_run(tmp_path: Path) -> None:
     broken = run_capture(CaptureOptions(out_dir=tmp_path / "f", backend="gloo", faults=faults, timeout_s=5))
     assert broken.returncode != 0
     assert "Unable to find address for: nosuch0" in (tmp_path / "f" / "logs" / "rank1.log").read_text()
-    res = run_capture(CaptureOptions(out_dir=tmp_path / "o", backend="gloo", faults=faults, timeout_s=5,
-                                     extra_env=(("GLOO_SOCKET_IFNAME", "lo"),)))
+    res = run_capture(
+        CaptureOptions(
+            out_dir=tmp_path / "o",
+            backend="gloo",
+            faults=faults,
+            timeout_s=5,
+            extra_env=(("GLOO_SOCKET_IFNAME", "lo"),),
+        )
+    )
     assert res.returncode == 0
     m = json.loads((tmp_path / "o" / "manifest" / "rank1.json").read_text())
     assert m["status"] == "completed" and m["env"]["GLOO_SOCKET_IFNAME"] == "lo"
@@ -83,11 +98,33 @@ def test_two_nodes_share_one_out(tmp_path: Path) -> None:
     """Two launchers on this host play two nodes (one gloo rank each, static rendezvous)."""
     pytest.importorskip("torch")
     out, port = tmp_path / "cap", _free_port()
-    cmd = [sys.executable, "-m", "ncclscope", "capture", "--backend", "gloo", "--timeout", "5", "--nnodes", "2",
-           "--nproc-per-node", "1", "--out", str(out), "-q", "--", "--master-addr", "127.0.0.1",
-           "--master-port", str(port), "--node-rank"]
-    procs = [subprocess.Popen([*cmd, str(n)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for n in (0, 1)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ncclscope",
+        "capture",
+        "--backend",
+        "gloo",
+        "--timeout",
+        "5",
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "1",
+        "--out",
+        str(out),
+        "-q",
+        "--",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(port),
+        "--node-rank",
+    ]
+    procs = [
+        subprocess.Popen([*cmd, str(n)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for n in (0, 1)
+    ]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     host = socket.gethostname()

@@ -50,19 +50,29 @@ def _manifest(d: Path, rank: int, status: str, pid: int) -> Path:
 def test_settle_rewrites_only_unfinished_manifests(tmp_path: Path) -> None:
     log = tmp_path / "torchrun.log"
     log.write_text(SUMMARY)
-    paths = [_manifest(tmp_path, 0, "failed", 500), _manifest(tmp_path, 1, "running", 501),
-             _manifest(tmp_path, 2, "starting", 502), _manifest(tmp_path, 3, "running", 503),
-             _manifest(tmp_path, 4, "running", 999)]
+    paths = [
+        _manifest(tmp_path, 0, "failed", 500),
+        _manifest(tmp_path, 1, "running", 501),
+        _manifest(tmp_path, 2, "starting", 502),
+        _manifest(tmp_path, 3, "running", 503),
+        _manifest(tmp_path, 4, "running", 999),
+    ]
     before_failed = paths[0].read_text()
     assert settle_manifests(paths, log, returncode=1, timed_out=False) == [1, 2, 3, 4]
     assert paths[0].read_text() == before_failed  # a rank that wrote its own end keeps it
     m = [json.loads(p.read_text()) for p in paths]
     assert m[1]["status"] == "killed" and m[1]["exit_code"] == -9 and m[1]["error"] == "killed by SIGKILL"
     seen = m[1]["launcher_observed"]
-    assert seen["signal"] == "SIGKILL" and seen["status_before"] == "running" and seen["torchrun_returncode"] == 1
+    assert (
+        seen["signal"] == "SIGKILL"
+        and seen["status_before"] == "running"
+        and seen["torchrun_returncode"] == 1
+    )
     assert seen["source"] == "logs/torchrun.log" and m[1]["host"] == "node7"  # the rest of the manifest stays
     assert m[2]["status"] == "lost" and m[2]["launcher_observed"]["status_before"] == "starting"
-    assert m[3]["status"] == "exited" and m[3]["exit_code"] == 7 and m[3]["launcher_observed"]["signal"] is None
+    assert (
+        m[3]["status"] == "exited" and m[3]["exit_code"] == 7 and m[3]["launcher_observed"]["signal"] is None
+    )
     assert m[4]["status"] == "lost"  # rank 4 is not in the summary; a pid torchrun never named proves nothing
 
 
@@ -72,7 +82,11 @@ def test_settle_after_the_outer_deadline_says_so(tmp_path: Path) -> None:
     p = _manifest(tmp_path, 0, "running", 10)
     assert settle_manifests([p], log, returncode=-9, timed_out=True) == [0]
     m = json.loads(p.read_text())
-    assert m["status"] == "lost" and "outer deadline" in m["error"] and m["launcher_observed"]["timed_out"] is True
+    assert (
+        m["status"] == "lost"
+        and "outer deadline" in m["error"]
+        and m["launcher_observed"]["timed_out"] is True
+    )
 
 
 def test_a_pid_mismatch_is_not_this_process(tmp_path: Path) -> None:

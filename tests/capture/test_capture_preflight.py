@@ -16,28 +16,47 @@ from ncclscope.cli import main
 
 
 def gpus(n: int, *, nccl: bool = True, version: tuple[int, ...] | None = (2, 27, 3)) -> GpuProbe:
-    return GpuProbe(torch_version="2.13.0+cu128", nccl_available=nccl, cuda_available=n > 0, device_count=n,
-                    nccl_version=version)
+    return GpuProbe(
+        torch_version="2.13.0+cu128",
+        nccl_available=nccl,
+        cuda_available=n > 0,
+        device_count=n,
+        nccl_version=version,
+    )
 
 
 CPU_WHEEL = GpuProbe(torch_version="2.13.0+cpu", nccl_available=False, cuda_available=False, device_count=0)
 
 
-def check(probe: GpuProbe, nproc: int, *, shared: bool = False, env: dict[str, str] | None = None,
-          backend: str = "nccl") -> tuple[str, ...]:
-    return preflight(probe, backend=backend, nproc_per_node=nproc, allow_shared_gpu=shared, extra_env=env or {})
+def check(
+    probe: GpuProbe,
+    nproc: int,
+    *,
+    shared: bool = False,
+    env: dict[str, str] | None = None,
+    backend: str = "nccl",
+) -> tuple[str, ...]:
+    return preflight(
+        probe, backend=backend, nproc_per_node=nproc, allow_shared_gpu=shared, extra_env=env or {}
+    )
 
 
 def test_enough_gpus_pass_silently() -> None:
     assert check(gpus(8), 8) == () and check(gpus(8), 2) == ()
 
 
-@pytest.mark.parametrize(("probe", "message"), [
-    (CPU_WHEEL, "this PyTorch (2.13.0+cpu) is built without NCCL and sees no CUDA GPU; use --backend gloo"),
-    (gpus(0), "sees no CUDA GPU (torch.cuda.is_available() is False"),
-    (gpus(2, nccl=False), "is built without NCCL; use --backend gloo"),
-    (gpus(1), "--nproc-per-node 2: only 1 GPU(s) visible, and NCCL refuses two ranks on one GPU"),
-])
+@pytest.mark.parametrize(
+    ("probe", "message"),
+    [
+        (
+            CPU_WHEEL,
+            "this PyTorch (2.13.0+cpu) is built without NCCL and sees no CUDA GPU; use --backend gloo",
+        ),
+        (gpus(0), "sees no CUDA GPU (torch.cuda.is_available() is False"),
+        (gpus(2, nccl=False), "is built without NCCL; use --backend gloo"),
+        (gpus(1), "--nproc-per-node 2: only 1 GPU(s) visible, and NCCL refuses two ranks on one GPU"),
+    ],
+)
 def test_refusals_are_one_line(probe: GpuProbe, message: str) -> None:
     with pytest.raises(PreflightError) as e:
         check(probe, 2)
@@ -76,8 +95,9 @@ def test_run_capture_refuses_before_writing_anything(tmp_path: Path) -> None:
     assert calls == [1] and not (tmp_path / "o").exists()
 
 
-def test_cli_with_faked_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_with_faked_devices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("torch")
     monkeypatch.setattr(launcher_mod, "probe_gpus", lambda: gpus(1))
     assert main(["capture", "--backend", "nccl", "--nproc-per-node", "2", "--out", str(tmp_path / "o")]) == 2
@@ -91,8 +111,14 @@ def test_nccl_on_this_cpu_box_is_one_line_exit_2(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available() and torch.distributed.is_nccl_available():
         pytest.skip("this machine can run NCCL")
-    p = subprocess.run([sys.executable, "-m", "ncclscope", "capture", "--backend", "nccl"], cwd=tmp_path,
-                       capture_output=True, text=True, check=False, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "ncclscope", "capture", "--backend", "nccl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert p.returncode == 2, p.stderr
     assert p.stdout == "" and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
     assert p.stderr.startswith("ncclscope: error: --backend nccl:")

@@ -41,8 +41,15 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Capture
     def get(name: str) -> CaptureResult:
         if name not in done:
             out = tmp_path_factory.mktemp("capture") / name
-            done[name] = run_capture(CaptureOptions(out_dir=out, nproc_per_node=NPROC, backend="gloo",
-                                                    faults=parse_faults(FAULTS[name]), timeout_s=TIMEOUT_S))
+            done[name] = run_capture(
+                CaptureOptions(
+                    out_dir=out,
+                    nproc_per_node=NPROC,
+                    backend="gloo",
+                    faults=parse_faults(FAULTS[name]),
+                    timeout_s=TIMEOUT_S,
+                )
+            )
         return done[name]
 
     return get
@@ -71,7 +78,9 @@ def _gloo_ops(res: CaptureResult, rank: int) -> list[dict[str, object]]:
     with gzip.open(res.out_dir / "traces" / f"rank{rank}.pt.trace.json.gz", "rt") as fh:
         doc = json.load(fh)
     assert doc["distributedInfo"]["rank"] == rank and doc["distributedInfo"]["backend"] == "gloo"
-    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:")]
+    return [
+        e for e in doc["traceEvents"] if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:")
+    ]
 
 
 def test_clean_run(capture: Callable[[str], CaptureResult]) -> None:
@@ -88,7 +97,11 @@ def test_clean_run(capture: Callable[[str], CaptureResult]) -> None:
         assert f"ncclscope-capture rank={rank} step=5 end" in _log(res, rank)
     assert not list((res.out_dir / "flight").iterdir())  # dumps are written only when a run fails
     run = json.loads((res.out_dir / "capture.json").read_text())
-    assert run["returncode"] == 0 and run["world_size"] == NPROC and run["argv"][-1] == "ncclscope.capture.worker"
+    assert (
+        run["returncode"] == 0
+        and run["world_size"] == NPROC
+        and run["argv"][-1] == "ncclscope.capture.worker"
+    )
     assert (res.out_dir / "logs" / "torchrun.log").exists()
 
 
@@ -126,14 +139,26 @@ def test_crash_leaves_a_silent_rank(capture: Callable[[str], CaptureResult]) -> 
     m = _manifest(res, 1)
     observed = m["launcher_observed"]
     assert m["status"] == "killed" and m["exit_code"] == -9 and res.settled == (1,)
-    assert isinstance(observed, dict) and observed["signal"] == "SIGKILL" and observed["status_before"] == "running"
+    assert (
+        isinstance(observed, dict)
+        and observed["signal"] == "SIGKILL"
+        and observed["status_before"] == "running"
+    )
     assert _manifest(res, 0)["status"] == "failed" and "launcher_observed" not in _manifest(res, 0)
 
 
 def test_outer_deadline_ends_a_hang_and_flushes_evidence(tmp_path: Path) -> None:
     deadline = 40.0
-    res = run_capture(CaptureOptions(out_dir=tmp_path / "o", nproc_per_node=NPROC, backend="gloo",
-                                     faults=parse_faults(["hang:rank=1"]), timeout_s=300, run_timeout_s=deadline))
+    res = run_capture(
+        CaptureOptions(
+            out_dir=tmp_path / "o",
+            nproc_per_node=NPROC,
+            backend="gloo",
+            faults=parse_faults(["hang:rank=1"]),
+            timeout_s=300,
+            run_timeout_s=deadline,
+        )
+    )
     assert res.timed_out and res.elapsed_s < deadline + KILL_GRACE_S + 15
     terminated = 0
     for rank in range(NPROC):
@@ -142,7 +167,9 @@ def test_outer_deadline_ends_a_hang_and_flushes_evidence(tmp_path: Path) -> None
             continue
         m = _manifest(res, rank)
         pid = int(m["pid"])  # type: ignore[call-overload]
-        assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        assert (
+            not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )
         if m["status"] == "terminated":
             terminated += 1
             assert (tmp_path / "o" / "flight" / f"nccl_trace_rank_{rank}").exists()
@@ -163,8 +190,9 @@ def _analyze(out: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, ob
 # Detection belongs to the analysis rules: `straggler` from traces (issue 4); `collective-hang` and
 # `rank-exited` from PyTorch-side evidence (issue 3: gloo Flight Recorder dumps, gloo errors, torchrun's report).
 @pytest.mark.parametrize("fault", list(EXPECTED))
-def test_analyze_names_the_injected_fault_and_rank(fault: str, capture: Callable[[str], CaptureResult],
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_analyze_names_the_injected_fault_and_rank(
+    fault: str, capture: Callable[[str], CaptureResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     findings = _analyze(capture(fault).out_dir, capsys)
     named = [f for f in findings if f["id"] == EXPECTED[fault] and f["ranks"] == [1]]
     assert named, f"no {EXPECTED[fault]} finding for rank 1; got {[(f['id'], f['ranks']) for f in findings]}"
@@ -173,11 +201,16 @@ def test_analyze_names_the_injected_fault_and_rank(fault: str, capture: Callable
         assert isinstance(metrics, dict) and 10_000 < float(metrics["median_lateness_us"]) < 40_000
 
 
-def test_analyze_finds_no_fault_in_the_clean_run(capture: Callable[[str], CaptureResult],
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_analyze_finds_no_fault_in_the_clean_run(
+    capture: Callable[[str], CaptureResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     findings = _analyze(capture("clean").out_dir, capsys)
     assert not [f for f in findings if f["severity"] == "error"], findings
     # CPU timing noise may show up as sub-millisecond lateness; an injected-size delay may not.
-    late = [f for f in findings if f["id"] == "straggler"
-            and abs(float(dict(f.get("metrics") or {}).get("median_lateness_us", 0))) > 5_000]
+    late = [f for f in findings if f["id"] == "straggler" and _lateness_us(f) > 5_000]
     assert not late, late
+
+
+def _lateness_us(finding: dict[str, object]) -> float:
+    metrics = finding.get("metrics")
+    return abs(float(metrics.get("median_lateness_us", 0))) if isinstance(metrics, dict) else 0.0

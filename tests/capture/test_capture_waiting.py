@@ -126,7 +126,9 @@ CHILD = textwrap.dedent("""
 
 
 def test_real_sigterm_reaches_a_worker_waiting_on_a_kernel_that_never_finishes() -> None:
-    p = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert p.stdout is not None and p.stdout.readline().strip() == "waiting"
         p.send_signal(signal.SIGTERM)
