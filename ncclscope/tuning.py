@@ -30,6 +30,14 @@ class Tuning:
     trace_pool_min_bytes: int = 64 << 20  # a smaller trace set decodes in < 0.3 s: no worker processes
     trace_max_workers: int = 3  # each holds its own interpreter (~30 MB) while it runs
     trace_chunk_bytes: int = 1 << 20  # fast decode path: bytes decoded at once
+    # --- hostile input: what one input may cost at most (a cap hit is a note or a one-line error) --
+    max_expansion_ratio: int = 200  # decompressed bytes per compressed byte (.gz, .zst); real logs ~10-50
+    expansion_floor_bytes: int = 64 << 20  # the ratio is checked once this much has been decompressed
+    max_decompressed_bytes: int = 16 << 30  # bytes one compressed input may expand to
+    max_json_depth: int = 64  # nesting of a trace's header values, a JSON dump, a pickle (real: <= 8)
+    max_pickle_memo: int = 1 << 22  # memo slots a pickle may ask for (a real dump numbers them 0, 1, 2…)
+    max_pickle_items: int = 1 << 22  # items in one pickled list, dict, tuple or set
+    max_pickle_objects: int = 1 << 24  # objects in one dump, a shared reference counted each time it is met
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
