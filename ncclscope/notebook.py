@@ -248,9 +248,9 @@ class Analysis:
         return render(self.session, "markdown", redact=redact)
 
     def _repr_html_(self) -> str:
-        from ncclscope.report import facts, html
+        from ncclscope.report import document_for, html
 
-        return html.repr_html(facts.build(self.session), self.tables_summary())
+        return html.repr_html(document_for(self.session), self.tables_summary())
 
     def tables_summary(self) -> dict[str, int]:
         """Rows per non-empty log frame."""
@@ -261,7 +261,7 @@ class Analysis:
         return {k: v for k, v in out.items() if v}
 
     def __repr__(self) -> str:
-        from ncclscope.report.terminal import verdict
+        from ncclscope.report.document import verdict
 
         return (
             f"<ncclscope.Analysis: {verdict(self.session)} {self.ranks.height} ranks, "

@@ -29,16 +29,17 @@ def analyze(
     quiet: Quiet = False,
 ) -> None:
     """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input."""
-    from ncclscope.report import json_report, terminal
+    from ncclscope.report import document_for, json_report, terminal
     from ncclscope.session import analyze as run
 
     if not paths and not trace:
         raise InputError("nothing to analyze: give log paths and/or --trace DIR")
     s = run(paths or [], trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress_printer(not quiet))
+    doc = document_for(s)  # one document, whichever renderer lays it out
     if fmt is Format.json:
-        typer.echo(json_report.render(s), nl=False)
+        typer.echo(json_report.render_doc(doc), nl=False)
     else:
-        terminal.render(s, stdout_console())
+        terminal.render(doc, stdout_console())
     err = stderr_console()
     for note in s.notes:
         err.print(f"warning: {note}", markup=False)

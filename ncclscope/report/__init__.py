@@ -17,7 +17,7 @@ from ncclscope.errors import InputError
 if TYPE_CHECKING:
     from ncclscope.session import Session
 
-__all__ = ["RENDERERS", "Options", "Renderer", "render", "renderer_for", "write_report"]
+__all__ = ["RENDERERS", "Options", "Renderer", "document_for", "render", "renderer_for", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -35,15 +35,16 @@ class Renderer(Protocol):
     def render(self, s: Session, options: Options) -> str: ...
 
 
-def _document(s: Session, options: Options) -> tuple[dict[str, Any], Any]:
-    from ncclscope.report import facts, redact
+def document_for(s: Session, options: Options = Options()) -> dict[str, Any]:
+    """The report document of `s` (`report.document.build`), redacted when `options.redact`."""
+    from ncclscope.report import document as D
+    from ncclscope.report import redact
 
-    doc = facts.build(s, facts.Provenance(command=options.command, redacted=options.redact))
+    doc = D.build(s, D.Provenance(command=options.command, redacted=options.redact))
     if not options.redact:
-        return doc, None
-    r = redact.for_session(s)
-    r.learn(doc)
-    return doc, r
+        return doc
+    result: dict[str, Any] = redact.for_session(s, doc).tree(doc)
+    return result
 
 
 class JsonRenderer:
@@ -51,12 +52,9 @@ class JsonRenderer:
     suffixes: tuple[str, ...] = (".json",)
 
     def render(self, s: Session, options: Options) -> str:
-        from ncclscope.report import json_report, redact
+        from ncclscope.report import json_report
 
-        if not options.redact:
-            return json_report.render(s)
-        doc = redact.for_session(s).tree(json_report.to_dict(s))
-        return json.dumps(doc, indent=2, default=str) + "\n"
+        return json_report.render_doc(document_for(s, options))
 
 
 class MarkdownRenderer:
@@ -66,8 +64,7 @@ class MarkdownRenderer:
     def render(self, s: Session, options: Options) -> str:
         from ncclscope.report import markdown
 
-        doc, r = _document(s, options)
-        return markdown.render_doc(r.tree(doc) if r else doc)
+        return markdown.render_doc(document_for(s, options))
 
 
 class HtmlRenderer:
@@ -75,14 +72,16 @@ class HtmlRenderer:
     suffixes: tuple[str, ...] = (".html", ".htm")
 
     def render(self, s: Session, options: Options) -> str:
-        from ncclscope.report import figures, html
+        from ncclscope.report import document as D
+        from ncclscope.report import figures, html, redact
 
-        doc, r = _document(s, options)
+        doc = D.build(s, D.Provenance(command=options.command, redacted=options.redact))
         figs = {
             k: json.loads(f.to_json(validate=False, engine="json"))
             for k, f in figures.session_figures(s).items()
         }
-        if r is not None:
+        if options.redact:
+            r = redact.for_session(s, doc)
             r.learn(figs)
             doc, figs = r.tree(doc), r.tree(figs)
         return html.render_page(doc, figs)

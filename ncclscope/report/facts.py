@@ -1,50 +1,18 @@
-"""Report stage, facts: the data a ticket report shows, built once as plain JSON-like values.
+"""Report stage, facts: the builders of the report document's sections (`report.document`).
 
-Markdown and HTML render this document; redaction maps its strings. Nothing here formats text
-for a medium: the renderers escape and lay out.
+Plain JSON-like values; nothing here formats text for a medium: the renderers escape and lay out.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from ncclscope import __version__
-from ncclscope.records import SEVERITY_ORDER
-from ncclscope.report import views, views_hang
-from ncclscope.report.terminal import verdict
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """How a report was made: the command line (when run from the CLI) and whether it is redacted."""
-
-    command: str | None = None
-    redacted: bool = False
-
-
-def build(s: Any, prov: Provenance = Provenance()) -> dict[str, Any]:
-    """The report document: verdict, findings by severity, ranks, environment, hang view, provenance."""
-    return {
-        "verdict": {"severity": _top_severity(s), "text": verdict(s)},
-        "counts": dict(Counter(f.severity for f in s.findings)),
-        "findings": [f.to_json() for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])],
-        "ranks": ranks_table(s),
-        "environment": environment(s),
-        "hang": views_hang.hang(s).to_dicts(),
-        "provenance": provenance(s, prov),
-        "notes": list(s.notes),
-    }
-
-
-def _top_severity(s: Any) -> str:
-    sevs = {f.severity for f in s.findings}
-    return next((sev for sev in ("error", "warning", "info") if sev in sevs), "ok")
+from ncclscope.report import views
 
 
 def ranks_table(s: Any) -> dict[str, Any]:
@@ -154,14 +122,14 @@ def environment(s: Any) -> dict[str, Any]:
     }
 
 
-def provenance(s: Any, prov: Provenance) -> dict[str, Any]:
+def provenance(s: Any, command: str | None, redacted: bool) -> dict[str, Any]:
     tr = views.find_frame(s.traces, {"path", "rank", "n_events"})
     return {
         "ncclscope": __version__,
         "python": ".".join(str(x) for x in sys.version_info[:3]),
         "polars": pl.__version__,
-        "command": prov.command,
-        "redacted": prov.redacted,
+        "command": command,
+        "redacted": redacted,
         "inputs": [{"path": i.path, "lines": i.lines} for i in s.logs.inputs],
         "traces": [
             {"path": p, "rank": r, "events": n}

@@ -1,35 +1,25 @@
-"""Report stage, JSON: the stable machine-readable schema other tools and tests read."""
+"""Report stage, JSON: the stable machine-readable schema, a projection of the report document."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+from ncclscope.report import document as D
 
-from ncclscope import __version__
-from ncclscope.session import Session
-
-
-def _ranks(ranks: pl.DataFrame) -> list[dict[str, Any]]:
-    cols = ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"]
-    return [
-        {**{c: r.get(c) for c in cols}, "comm_ids": list(r.get("comm_ids") or [])}
-        for r in ranks.select(cols).to_dicts()
-    ]
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
 
 def to_dict(s: Session) -> dict[str, Any]:
     """The JSON document: version, inputs, ranks, findings, coverage (plus notes)."""
-    return {
-        "ncclscope": __version__,
-        "inputs": [{"path": i.path, "lines": i.lines} for i in s.logs.inputs],
-        "ranks": _ranks(s.ranks),
-        "findings": [f.to_json() for f in s.findings],
-        "coverage": s.logs.coverage.to_json(),
-        "notes": list(s.notes),
-    }
+    return D.json_view(D.build(s))
+
+
+def render_doc(doc: D.Document) -> str:
+    """`analyze --format json` / `report -o x.json`: the document's JSON view."""
+    return json.dumps(D.json_view(doc), indent=2, sort_keys=False, default=str) + "\n"
 
 
 def render(s: Session) -> str:
-    return json.dumps(to_dict(s), indent=2, sort_keys=False, default=str) + "\n"
+    return render_doc(D.build(s))

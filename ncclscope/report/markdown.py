@@ -209,7 +209,7 @@ def _provenance(doc: dict[str, Any]) -> list[str]:
 
 
 def render_doc(doc: dict[str, Any]) -> str:
-    """Markdown for a report document built by `facts.build` (and redacted, when asked)."""
+    """Markdown for a report document built by `document.build` (and redacted, when asked)."""
     v = doc["verdict"]
     counts = doc["counts"]
     tally = " · ".join(

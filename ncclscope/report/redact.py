@@ -300,14 +300,17 @@ def session_frames(obj: Any, depth: int = 0) -> Iterator[pl.DataFrame]:
             yield from session_frames(v, depth + 1)
 
 
-def for_session(s: Any) -> Redactor:
+def for_session(s: Any, doc: dict[str, Any] | None = None) -> Redactor:
     """A redactor seeded the same way for every format: ranks' hosts (by rank), every frame's host
-    columns, then the JSON document's strings, so `host-3` names the same machine everywhere."""
-    from ncclscope.report import json_report
+    columns, then the report document's strings (its JSON view first), so `host-3` names the same
+    machine everywhere. `doc`: the document already built for this session, if any."""
+    from ncclscope.report import document as D
 
     r = Redactor()
     ranks = s.ranks.sort("rank", nulls_last=True) if "rank" in s.ranks.columns else s.ranks
     r.learn_frames([ranks])
     r.learn_frames(session_frames(s))
-    r.learn(json_report.to_dict(s))
+    doc = doc if doc is not None else D.build(s)
+    r.learn(D.json_view(doc))
+    r.learn(doc)
     return r

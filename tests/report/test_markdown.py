@@ -8,7 +8,7 @@ from markdown_it import MarkdownIt
 
 from ncclscope.report import markdown as M
 from ncclscope.report import render
-from ncclscope.report.terminal import verdict
+from ncclscope.report.document import verdict
 
 from .conftest import XSS, make_session
 

@@ -1,0 +1,116 @@
+"""Report stage, document: the one report every renderer draws, built once from a `Session`.
+
+`build(s)` runs each entry of `SECTIONS` (a key and a pure builder) and returns a JSON-like tree:
+verdict, counts, evidence summary, findings, the ranks × configuration table with its odd cells
+(decided here, once), environment, hang view, provenance, notes. Redaction maps that tree; the
+terminal, Markdown, HTML and JSON renderers only lay it out. A new section is one entry below.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ncclscope.records import SEVERITY_ORDER
+from ncclscope.report import facts, views_hang
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
+
+Document = dict[str, Any]  # a JSON-like tree: str keys; str, int, float, bool, None, lists, dicts
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How a report was made: the command line (when run from the CLI) and whether it is redacted."""
+
+    command: str | None = None
+    redacted: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    build: Callable[[Session, Provenance], Any]
+    doc: str
+
+
+def verdict(s: Session) -> str:
+    """One sentence: the hang verdict when a collective is stuck, else the first error finding,
+    else the first warning, else a clean bill."""
+    hangs = [f for f in s.findings if f.id == "collective-hang" and f.severity == "error"]
+    if hangs:
+        more = f" (+{len(hangs) - 1} more stuck collectives)" if len(hangs) > 1 else ""
+        return f"{hangs[0].title.rstrip('.')}{more}."
+    for sev in ("error", "warning"):
+        top = [f for f in s.findings if f.severity == sev]
+        if top:
+            more = f" (+{len(top) - 1} more {sev}s)" if len(top) > 1 else ""
+            return f"{sev.upper()}: {top[0].title.rstrip('.')}{more}."
+    infos = sum(f.severity == "info" for f in s.findings)
+    if infos:
+        return f"No error or warning findings in the evidence given ({infos} for information)."
+    return "No problems found in the evidence given."
+
+
+def _top_severity(s: Session) -> str:
+    sevs = {f.severity for f in s.findings}
+    return next((sev for sev in ("error", "warning", "info") if sev in sevs), "ok")
+
+
+def evidence_summary(s: Session) -> str:
+    """What was read: logs with their coverage, traces with the collectives aligned, dumps."""
+    c = s.logs.coverage
+    parts = []
+    if s.logs.inputs or not (s.aligned_traces or s.flight):
+        parts.append(f"{len(s.logs.inputs)} log(s), {c.lines} lines, {c.nccl_lines} NCCL lines, "
+                     f"{c.recognized} recognized, {c.unknown} unknown")
+    a = s.aligned_traces
+    if a is not None:
+        parts.append(f"traces of {a.n_ranks} rank(s), {a.collectives.height} collectives lined up "
+                     f"({a.n_aligned} complete and consistent)")
+    if s.flight is not None:
+        parts.append(f"{s.flight.dumps.height} Flight Recorder dump(s)")
+    return "; ".join(parts)
+
+
+def _rank_records(s: Session, _p: Provenance) -> list[dict[str, Any]]:
+    """One record per process for machine readers (the JSON schema's `ranks`)."""
+    cols = ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"]
+    return [{**{c: r.get(c) for c in cols}, "comm_ids": list(r.get("comm_ids") or [])}
+            for r in s.ranks.select(cols).to_dicts()]
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("verdict", lambda s, _p: {"severity": _top_severity(s), "text": verdict(s)}, "one sentence, top severity"),
+    Section("counts", lambda s, _p: dict(Counter(f.severity for f in s.findings)), "findings per severity"),
+    Section("summary", lambda s, _p: evidence_summary(s), "what was read"),
+    Section("findings", lambda s, _p: [f.to_json() for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])],
+            "every finding, errors first"),
+    Section("ranks", lambda s, _p: facts.ranks_table(s), "ranks × configuration, odd cells marked"),
+    Section("rank_records", _rank_records, "one record per process"),
+    Section("environment", lambda s, _p: facts.environment(s), "job shape, versions, transports, NCCL_*"),
+    Section("hang", lambda s, _p: views_hang.hang(s).to_dicts(), "how far each rank got"),
+    Section("provenance", lambda s, p: facts.provenance(s, p.command, p.redacted), "how the report was made"),
+    Section("notes", lambda s, _p: list(s.notes), "what was skipped or cut"),
+)
+
+
+def build(s: Session, prov: Provenance = Provenance()) -> Document:
+    """The report document: every section of `SECTIONS`, in order."""
+    return {sec.key: sec.build(s, prov) for sec in SECTIONS}
+
+
+def json_view(doc: Document) -> Document:
+    """The stable JSON schema (`analyze --format json`): a projection of the document."""
+    p = doc["provenance"]
+    return {
+        "ncclscope": p["ncclscope"],
+        "inputs": p["inputs"],
+        "ranks": doc["rank_records"],
+        "findings": doc["findings"],
+        "coverage": p["coverage"],
+        "notes": doc["notes"],
+    }
