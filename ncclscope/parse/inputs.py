@@ -1,15 +1,16 @@
 """Parse stage, input discovery: expand globs and directories, sort paths into logs, traces and dumps.
 
-Directories are walked recursively. Profiler traces (`.json`, `.json.gz` holding `traceEvents`) go to
-`traces`, Flight Recorder pickles (first byte 0x80) to `dumps`, text files to `logs`; anything else is
-skipped and counted in `notes`. `-` is standard input. A missing path is an `InputError`.
+Directories are walked recursively; gzip and zstd files are sniffed decompressed. Profiler traces
+(`.json`, `.json.gz` holding `traceEvents`) go to `traces`, Flight Recorder pickles (first byte 0x80)
+to `dumps`, text files to `logs`; anything else is skipped and counted in `notes`. `-` is standard
+input. A missing path is an `InputError`.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +33,19 @@ class Inputs:
 
 
 def _head(path: str, n: int = _SNIFF) -> bytes:
+    """The first `n` bytes of a file, decompressed when it is gzip or zstd (by its first bytes)."""
+    from ncclscope.parse.unpack import Prefixed, Unpacked, compression
+
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                try:
-                    return fh.read(n)
-                except (OSError, EOFError):
-                    return b""
         with open(path, "rb") as fh:
-            return fh.read(n)
+            head = fh.read(4)
+            kind = compression(head)
+            if kind is None:
+                return head + fh.read(n - len(head))
+            try:
+                return Unpacked(Prefixed(head, fh, closes=False), kind, path).read(n)
+            except (InputError, EOFError, zlib.error):
+                return b""
     except OSError:
         return b""
 
@@ -67,7 +72,7 @@ def _is_text(head: bytes) -> bool:
 
 def _kind(path: str, explicit: bool) -> str | None:
     """'log' | 'trace' | 'dump' | None (skip) for one file."""
-    name = path.removesuffix(".gz")
+    name = path.removesuffix(".gz").removesuffix(".zst")
     suffix = Path(name).suffix.lower()
     head = _head(path)
     if _is_pickle(head):

@@ -1,9 +1,10 @@
-"""Parse stage, reader: stream one log (file, `.gz`, or `-`) as Polars chunks of numbered lines.
+"""Parse stage, reader: stream one log (file, `.gz`, `.zst`, or `-`) as Polars chunks of numbered lines.
 
 Files are read in blocks, never whole: a 2 GB log stays within a few blocks of memory. Bad input is
 data, not an exception: undecodable bytes are replaced, lines holding NUL bytes (binary runs) are
 dropped and counted, an over-long line is cut (still counted as one line), a truncated gzip keeps
-the lines read before the damage. Each problem becomes one counted note.
+the lines read before the damage, and so does a decompression cap (`ncclscope.parse.unpack`). Each
+problem becomes one counted note.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from typing import BinaryIO
 
 import polars as pl
 
-from ncclscope.errors import InputError
+from ncclscope.errors import InputError, LimitError
 from ncclscope.parse.inputs import STDIN
+from ncclscope.parse.unpack import SNIFFED_BY_POLARS, Prefixed, Unpacked, compression
+from ncclscope.tuning import DEFAULT, Tuning
 
 BLOCK = 16 << 20  # bytes per read (one Polars chunk of lines)
 MAX_LINE = 64 << 10  # characters of one line that are parsed; the rest is cut
@@ -40,74 +43,41 @@ class ReadStats:
     notes: list[str] = field(default_factory=list)
 
 
-def _open(path: str) -> BinaryIO:
-    if path == STDIN:
-        return sys.stdin.buffer
+def _open(path: str, tuning: Tuning = DEFAULT) -> BinaryIO:
+    """The input's bytes; decompressed as they are read (`unpack`, within the caps of `tuning`) when its
+    first bytes are gzip's or zstd's, whatever its name (stdin too)."""
     try:
-        fh: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by the caller
+        raw: BinaryIO = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115 - closed by the caller
+        head = raw.read(4)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    if fh.read(2) == b"\x1f\x8b":
-        fh.seek(0)
-        return _Gunzip(fh)  # type: ignore[return-value]
-    fh.seek(0)
-    return fh
-
-
-class _Gunzip:
-    """Streaming gunzip that keeps what it decompressed when the archive is cut short or damaged.
-
-    (`gzip.GzipFile.read` raises and loses the whole block on a truncated member.)
-    """
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-        self.z = zlib.decompressobj(wbits=31)
-        self.done = False
-        self._pending = b""  # decompressed before the damage, handed out by the caller
-
-    def read(self, n: int) -> bytes:
-        out: list[bytes] = []
-        size = 0
-        while size < n and not self.done:
-            data = self.raw.read(1 << 20)
-            if not data:
-                self.done = True
-                if not self.z.eof:
-                    self._pending = b"".join(out)
-                    raise EOFError("truncated gzip stream")
-                break
-            try:
-                chunk = self.z.decompress(data)
-                while self.z.eof and self.z.unused_data:  # concatenated gzip members
-                    rest = self.z.unused_data
-                    self.z = zlib.decompressobj(wbits=31)
-                    chunk += self.z.decompress(rest)
-            except zlib.error:
-                self.done = True
-                self._pending = b"".join(out)
-                raise
-            out.append(chunk)
-            size += len(chunk)
-        return b"".join(out)
-
-    def close(self) -> None:
-        self.raw.close()
+    kind = compression(head)
+    if kind is not None:
+        return Unpacked(Prefixed(head, raw, closes=path != STDIN), kind, path, tuning)  # type: ignore[return-value]
+    if path == STDIN or not raw.seekable():
+        return Prefixed(head, raw, closes=path != STDIN)  # type: ignore[return-value]
+    raw.seek(0)
+    return raw
 
 
 def _blocks(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
-    while True:
-        try:
-            b = fh.read(BLOCK)
-        except (EOFError, zlib.error, OSError) as e:
-            stats.notes.append(f"{path}: compressed data ends early or is damaged ({e}); kept the lines read before")
-            pending = getattr(fh, "_pending", b"")
-            if pending:
-                yield pending
-            return
-        if not b:
-            return
-        yield b
+    """Blocks of the input; damage or a cap ends it with a note, after the bytes read before."""
+    try:
+        while True:
+            try:
+                b = fh.read(BLOCK)
+            except LimitError as e:
+                stats.notes.append(f"{e}; the lines before were kept")
+                return
+            except (EOFError, zlib.error, OSError) as e:
+                what = "compressed data ends early or is damaged" if isinstance(fh, Unpacked) else "read failed"
+                stats.notes.append(f"{path}: {what} ({e}); kept the lines read before")
+                return
+            if not b:
+                return
+            yield b
+    finally:
+        stats.notes.extend(getattr(fh, "notes", ()))
 
 
 def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
@@ -136,8 +106,8 @@ def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
 
 def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
     try:  # Polars' CSV reader splits lines in parallel, with \x01 as a "separator" no log line holds
-        if b"\x01" in block:
-            raise ValueError("control character in the text")
+        if b"\x01" in block or block.startswith(SNIFFED_BY_POLARS):  # Polars would decompress `x^…`
+            raise ValueError("control character in the text, or a compression magic number first")
         raw = pl.read_csv(block, has_header=False, separator="\x01", quote_char=None,
                           new_columns=["raw"], schema={"raw": pl.Utf8}, encoding="utf8-lossy",
                           truncate_ragged_lines=True, comment_prefix=None)["raw"].fill_null("")
@@ -167,9 +137,9 @@ def _binary(raw: pl.Series, block: bytes) -> pl.Series:
     return nul | (odd & (share > 0.3) & (raw.str.len_chars() >= 8))
 
 
-def read_chunks(path: str, stats: ReadStats) -> Iterator[pl.DataFrame]:
+def read_chunks(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> Iterator[pl.DataFrame]:
     """Numbered lines (`path`, `line`, `raw`) of one input, chunk by chunk; binary lines removed."""
-    fh = _open(path)
+    fh = _open(path, tuning)
     next_line = 1
     try:
         for block in _lines(fh, path, stats):
