@@ -1,9 +1,11 @@
 """Report stage, topology figure: ranks on a circle grouped by host, per-channel rings, trees and
-connections as arrows coloured by transport, with a channel picker."""
+connections as arrows coloured by transport, with a channel picker. Above `RANK_VIEW_MAX_RANKS`
+ranks, one mark per host instead (`figures_topology_hosts`), with a menu to draw one host's ranks."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import plotly.graph_objects as go
 import polars as pl
@@ -16,6 +18,24 @@ from ncclscope.report.figures import (
     escape_text,
     new_figure,
 )
+
+
+def transport_color(label: str) -> str:
+    """A transport's colour; net plugins' IB flavours (IBext, IBext_v8, …) take plain IB's."""
+    if label in TRANSPORT_COLORS:
+        return TRANSPORT_COLORS[label]
+    plain = re.sub(r"^NET/IB\w*", "NET/IB", label)
+    if plain in TRANSPORT_COLORS:
+        return TRANSPORT_COLORS[plain]
+    return _OTHER_NET if label.startswith("NET/") else _OTHER
+
+
+_OTHER_NET = "#e377c2"  # a net plugin's own transport (AWS Libfabric, …)
+_OTHER = "#8c564b"
+
+# Up to this many ranks every rank is drawn (a label per rank stays readable on a 620 px circle);
+# above it, one mark per host with a host menu. `topology_figure(..., max_ranks=…)` overrides it.
+RANK_VIEW_MAX_RANKS = 64
 
 
 def _positions(nodes: pl.DataFrame) -> dict[int, tuple[float, float]]:
@@ -50,7 +70,7 @@ def _edge_trace(
         sizes += [0, 10, 0, 0]
         hover = f"channel {channel}: {a} → {b}<br>{label}"
         text += [hover, hover, hover, ""]
-    color = TRANSPORT_COLORS.get(label, "#8c564b")
+    color = transport_color(label)
     return go.Scatter(
         x=xs,
         y=ys,
@@ -66,8 +86,14 @@ def _edge_trace(
     )
 
 
-def topology_figure(edges: pl.DataFrame, nodes: pl.DataFrame, *, note: str | None = None) -> go.Figure:
-    """Ranks on a circle grouped by host; rings, trees and connections per channel, coloured by transport."""
+def topology_figure(
+    edges: pl.DataFrame, nodes: pl.DataFrame, *, note: str | None = None, max_ranks: int = RANK_VIEW_MAX_RANKS
+) -> go.Figure:
+    """Ranks on a circle grouped by host; rings, trees and connections per channel, coloured by transport.
+
+    More than `max_ranks` ranks on two hosts or more: one mark per host, links between hosts by
+    transport and channel count, and a menu that draws one host's ranks (figures_topology_hosts).
+    """
     title = "Topology: rings, trees and connections per channel"
     if nodes.is_empty() or edges.is_empty():
         return empty_figure(
@@ -76,6 +102,10 @@ def topology_figure(edges: pl.DataFrame, nodes: pl.DataFrame, *, note: str | Non
             or "no ring, tree or connection lines in the logs "
             "(NCCL prints them at init with NCCL_DEBUG=INFO)",
         )
+    if nodes.height > max_ranks and nodes["host"].n_unique() > 1:
+        from ncclscope.report.figures_topology_hosts import host_topology_figure
+
+        return host_topology_figure(edges, nodes)
     pos = _positions(nodes)
     edges = edges.filter(
         pl.col("src_rank").is_in(list(pos))
@@ -126,7 +156,9 @@ def _add_nodes(fig: go.Figure, nodes: pl.DataFrame, pos: dict[int, tuple[float, 
                 "color": [color[r["host"]] for r in rows],
                 "line": {"color": "white", "width": 1},
             },
-            hovertext=[f"rank {r['rank']} · {escape_text(r['host'])} · GPU {r.get('cuda_dev')}" for r in rows],
+            hovertext=[
+                f"rank {r['rank']} · {escape_text(r['host'])} · GPU {r.get('cuda_dev')}" for r in rows
+            ],
             hoverinfo="text",
             name="ranks",
             showlegend=False,
