@@ -126,11 +126,10 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
         traceback.print_exc()
         say(rank, f"failed: {type(e).__name__}")
     finally:
-        if code != 0:
-            # torchrun SIGTERMs the survivors as soon as one rank dies, often while this rank is already
-            # writing its evidence after the peer's error: that must not be cut short (SIGKILL follows
-            # torchrun's grace period if this hangs).
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # torchrun SIGTERMs the survivors as soon as one rank dies, often while this rank is already
+        # writing its evidence (after the peer's error, or its end-of-run dump): that must not be cut
+        # short (SIGKILL follows torchrun's grace period if this hangs).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         flight = (
             "not needed"
             if not flight_needed(code, cfg)
@@ -142,6 +141,7 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
         flush_stdio()
     if failure is not None:
         raise failure  # `record` writes it to torchrun's error file; main() then exits without teardown
+    signal.signal(signal.SIGTERM, _on_sigterm)  # a teardown blocked on peers that are gone stays stoppable
     dist.destroy_process_group()
     return 0
 
