@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from types import FrameType
+from types import FrameType, SimpleNamespace
 
 import pytest
 
@@ -139,3 +139,24 @@ def test_real_sigterm_reaches_a_worker_waiting_on_a_kernel_that_never_finishes()
             p.wait()
     assert out.strip() == "interrupted" and p.returncode == 143, err
     assert "wait_until" in err  # faulthandler's stack on SIGTERM shows where the main thread waited
+
+
+def test_the_workload_waits_by_polling_never_in_synchronize() -> None:
+    from ncclscope.capture.workload import Workload
+
+    class FakeCuda:
+        Event = NeverFinishes
+
+        def synchronize(self) -> None:
+            raise AssertionError("blocked in torch.cuda.synchronize()")
+
+    wl = object.__new__(Workload)  # only what _sync reads: no process group needed
+    wl.torch, wl.device, wl.sync_timeout_s = (
+        SimpleNamespace(cuda=FakeCuda()),
+        SimpleNamespace(type="cuda"),
+        0.05,
+    )
+    with pytest.raises(WaitTimeout, match=r"step 4's CUDA work \(collectives included\) still not done"):
+        wl._sync(4)
+    wl.device = SimpleNamespace(type="cpu")
+    wl._sync(5)  # gloo: nothing to wait for
