@@ -94,6 +94,16 @@ def chrome_trace_problems(text: str) -> list[str]:
     return bad
 
 
+def _aligned(s: Session) -> Any:
+    assert s.aligned_traces is not None
+    return s.aligned_traces
+
+
+def _traces(s: Session) -> Any:
+    assert s.traces is not None
+    return s.traces
+
+
 def _events(text: str, ph: str, cat: str | None = None) -> list[dict[str, Any]]:
     return [
         e for e in json.loads(text)["traceEvents"] if e["ph"] == ph and (cat is None or e.get("cat") == cat)
@@ -131,7 +141,7 @@ def test_real_8_rank_traces(dlrm: tuple[Session, str]) -> None:
     names = {e["pid"]: e["args"]["name"] for e in _events(text, "M") if e["name"] == "process_name"}
     assert names == {r + 1: f"rank {r}" for r in range(8)}
     # Every lined-up collective is a slice on every rank, on its stream's thread.
-    per = s.aligned_traces.per_rank
+    per = _aligned(s).per_rank
     assert len(_events(text, "X", "collective")) == per.height
     threads = {e["args"]["name"] for e in _events(text, "M") if e["name"] == "thread_name"}
     assert "collectives · stream 84" in threads and "profiler steps" in threads
@@ -139,7 +149,7 @@ def test_real_8_rank_traces(dlrm: tuple[Session, str]) -> None:
 
 def test_flows_end_on_the_rank_that_arrived_last(dlrm: tuple[Session, str]) -> None:
     s, text = dlrm
-    colls = s.aligned_traces.collectives.filter(pl.col("n_ranks") >= 2)
+    colls = _aligned(s).collectives.filter(pl.col("n_ranks") >= 2)
     ends = {e["id"]: e for e in _events(text, "f")}
     starts = _events(text, "s")
     assert len(starts) == len(ends) == int((colls["n_ranks"] - 1).sum())
@@ -155,19 +165,19 @@ def test_times_are_corrected_by_the_clock_offsets(dlrm: tuple[Session, str]) -> 
     s, text = dlrm
     meta = json.loads(text)["metadata"]["ncclscope"]
     applied = {o["rank"]: o["offset_us"] for o in meta["clock_offsets"]["applied"]}
-    clock = s.aligned_traces.clock
+    clock = _aligned(s).clock
     assert meta["clock_offsets"]["basis"] == "rank"
     assert applied == dict(zip(clock["rank"].to_list(), clock["offset_us"].to_list(), strict=True))
     assert any(v != 0 for v in applied.values())
     origin = meta["time_origin_epoch_us"]
-    raw = s.traces.collectives.filter(~pl.col("is_p2p").fill_null(False) & (pl.col("op") != "wait"))
+    raw = _traces(s).collectives.filter(~pl.col("is_p2p").fill_null(False) & (pl.col("op") != "wait"))
     for rank, off in applied.items():
         want = sorted(
             round(t - off - origin, 3) for t in raw.filter(pl.col("rank") == rank)["start_us"].to_list()
         )
         got = sorted(e["ts"] for e in _events(text, "X", "collective") if e["pid"] == rank + 1)
         assert got == pytest.approx(want, abs=2e-3)
-    steps = s.traces.steps.filter(pl.col("rank") == 3)
+    steps = _traces(s).steps.filter(pl.col("rank") == 3)
     shown = [e["ts"] for e in _events(text, "X", "step") if e["pid"] == 4]
     assert shown == pytest.approx([t - applied[3] - origin for t in steps["start_us"].to_list()], abs=2e-3)
 
@@ -256,7 +266,7 @@ def test_hand_built_session_logs_and_ranks() -> None:
     # here: no alignment in this session) are still slices.
     hang = [e for e in _events(text, "i", "finding") if e["args"]["id"] == "collective-hang"]
     assert [(e["pid"], e["s"]) for e in hang] == [(6, "p")]
-    assert len(_events(text, "X", "collective")) == s.traces.collectives.height
+    assert len(_events(text, "X", "collective")) == _traces(s).collectives.height
 
 
 # --- the renderer -----------------------------------------------------------------------------
@@ -311,7 +321,7 @@ def test_opens_in_perfettos_trace_processor(tmp_path: Path, dlrm: tuple[Session,
         procs = {r.pid: r.name for r in tp.query("select pid, name from process where name like 'rank %'")}
         assert procs == {r + 1: f"rank {r}" for r in range(8)}
         n_slices = next(iter(tp.query("select count(*) as n from slice where category = 'collective'"))).n
-        assert n_slices == s.aligned_traces.per_rank.height
+        assert n_slices == _aligned(s).per_rank.height
         n_flows = next(iter(tp.query("select count(*) as n from flow"))).n
         assert n_flows == len(_events(text, "s"))
         n_inst = next(iter(tp.query("select count(*) as n from slice where category = 'finding'"))).n
