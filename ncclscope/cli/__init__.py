@@ -21,7 +21,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Importing a command module attaches its command to `app`.
-    from ncclscope.cli import analyze, capture, coverage, report, rules  # noqa: F401
+    from ncclscope.cli import analyze, capture, coverage, diff, report, rules  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

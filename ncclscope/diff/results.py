@@ -1,0 +1,123 @@
+"""Diff stage, results: nccl-tests bus bandwidth per operation and size, and collective timings from traces.
+
+Each side's best busbw per (operation, size) is compared size by size; one `Difference` per operation
+carries the per-size table and is relevant when the bandwidth-bound sizes moved by `REL_CHANGE` or more.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ncclscope.diff.model import Difference
+from ncclscope.records import Evidence
+from ncclscope.session import Session
+
+REL_CHANGE = 0.20  # |b - a| / max(a, b) at the compared sizes
+BIG_BYTES = 64 * 2**20  # headline sizes (bandwidth-bound); the largest common size when none is this big
+MIN_TRACE_SAMPLES = 3  # collectives of one (op, size) per side before trace timings are compared
+RANK = 70
+
+
+def _best_nccltests(s: Session) -> pl.DataFrame:
+    """op, size_bytes → best busbw (either placement, any run) and the line that printed it."""
+    r = s.nccltests.results.filter(pl.col("busbw_gbps").is_not_null()).with_columns(
+        pl.col("op").fill_null("collective")
+    )
+    return (
+        r.sort("busbw_gbps", descending=True)
+        .unique(["op", "size_bytes"], keep="first")
+        .select("op", "size_bytes", bw="busbw_gbps", path="path", line="line", text="text")
+    )
+
+
+def _trace_busbw(s: Session) -> pl.DataFrame:
+    a = s.aligned_traces
+    if a is None or a.collectives.is_empty():
+        return pl.DataFrame(
+            schema={
+                "op": pl.Utf8,
+                "size_bytes": pl.Int64,
+                "bw": pl.Float64,
+                "path": pl.Utf8,
+                "line": pl.Int64,
+                "text": pl.Utf8,
+            }
+        )
+    c = a.collectives.filter(pl.col("busbw_gbps").is_not_null() & pl.col("complete"))
+    g = c.group_by("op", "msg_bytes").agg(
+        bw=pl.col("busbw_gbps").median(), n=pl.len(), t=pl.col("transfer_us").median()
+    )
+    g = g.filter(pl.col("n") >= MIN_TRACE_SAMPLES)
+    return g.select(
+        "op",
+        size_bytes="msg_bytes",
+        bw="bw",
+        path=pl.lit("trace"),
+        line=pl.lit(0, pl.Int64),
+        text=pl.format(
+            "{} {} B: median busbw {} GB/s over {} collectives", "op", "msg_bytes", pl.col("bw").round(2), "n"
+        ),
+    )
+
+
+def _gbps(v: float | None) -> str | None:
+    return None if v is None else f"{v:g} GB/s"
+
+
+def _compare(a: pl.DataFrame, b: pl.DataFrame, what: str) -> list[Difference]:
+    j = a.join(b, on=["op", "size_bytes"], how="full", coalesce=True, suffix="_b").sort("op", "size_bytes")
+    out = []
+    for (op,), g in j.group_by("op", maintain_order=True):
+        both = g.filter(pl.col("bw").is_not_null() & pl.col("bw_b").is_not_null())
+        details = tuple(
+            (f"{size:,} B", _gbps(x), _gbps(y)) for size, x, y in g.select("size_bytes", "bw", "bw_b").rows()
+        )
+        if all(x == y for _, x, y in details):
+            continue
+        if both.is_empty():  # one side only ran this operation
+            side = "a" if g["bw"].drop_nulls().len() else "b"
+            out.append(
+                Difference(
+                    "results",
+                    f"{what} {op} busbw",
+                    "ran" if side == "a" else None,
+                    "ran" if side == "b" else None,
+                    "job",
+                    rank=RANK,
+                    details=details,
+                )
+            )
+            continue
+        big = both.filter(pl.col("size_bytes") >= BIG_BYTES)
+        head = big if big.height else both.tail(1)
+        x, y = float(head["bw"].mean()), float(head["bw_b"].mean())  # type: ignore[arg-type]
+        change = abs(y - x) / max(x, y) if max(x, y) > 0 else 0.0
+        sizes = f">= {BIG_BYTES >> 20} MiB" if big.height else f"{int(head['size_bytes'][0]):,} B"
+        last = head.tail(1).row(0, named=True)
+        out.append(
+            Difference(
+                "results",
+                f"{what} {op} busbw ({sizes})",
+                f"{x:.2f} GB/s",
+                f"{y:.2f} GB/s",
+                "job",
+                evidence_a=(Evidence(last["path"], last["line"], (last["text"] or "").strip()),),
+                evidence_b=(Evidence(last["path_b"], last["line_b"], (last["text_b"] or "").strip()),),
+                rank=RANK,
+                relevant=change >= REL_CHANGE,
+                details=details,
+            )
+        )
+    return out
+
+
+def compare_results(a: Session, b: Session) -> list[Difference]:
+    """nccl-tests busbw per operation (when both runs have nccl-tests output), then trace timings."""
+    out: list[Difference] = []
+    na, nb = _best_nccltests(a), _best_nccltests(b)
+    if na.height or nb.height:
+        out += _compare(na, nb, "nccl-tests")
+    ta, tb = _trace_busbw(a), _trace_busbw(b)
+    if ta.height and tb.height:
+        out += _compare(ta, tb, "trace")
+    return out
