@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from ncclscope import __version__
 from ncclscope.report import views
 
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
-def ranks_table(s: Any) -> dict[str, Any]:
+
+def ranks_table(s: Session) -> dict[str, Any]:
     """Rows of the ranks × configuration table, which cells are odd ones out, and each rank's findings."""
     cols = [c for c in views.CONFIG_COLUMNS if c in s.ranks.columns]
     odd = views.outliers(s.ranks)
@@ -23,12 +26,13 @@ def ranks_table(s: Any) -> dict[str, Any]:
     rows = []
     for r in s.ranks.select(cols).to_dicts():
         cells = {c: r[c] for c in cols}
+        rank = r.get("rank")
         odd_cols = [c for c in cols if c in odd and r[c] is not None and str(r[c]) in odd[c]]
         rows.append(
             {
                 "cells": cells,
                 "odd": odd_cols,
-                "findings": flagged.get(r.get("rank"), []) if r.get("rank") is not None else [],
+                "findings": flagged.get(rank, []) if isinstance(rank, int) else [],
             }
         )
     return {"columns": cols, "rows": rows, "odd_columns": sorted(odd)}
@@ -46,7 +50,7 @@ def _distinct(df: pl.DataFrame, value: str, by: list[str]) -> list[dict[str, Any
     return [{"value": str(v), "count": int(n)} for v, n in counted.iter_rows()]
 
 
-def _version_rows(s: Any) -> list[dict[str, Any]]:
+def _version_rows(s: Session) -> list[dict[str, Any]]:
     v = s.logs.versions
     rows = [
         (
@@ -66,7 +70,7 @@ def _version_rows(s: Any) -> list[dict[str, Any]]:
         ("torch", _distinct(v.filter(pl.col("kind") == "torch"), "value", ["host", "pid", "path"])),
         ("net plugin", _distinct(v.filter(pl.col("kind") == "plugin"), "value", ["host", "pid", "path"])),
     ]
-    tr = views.find_frame(s.traces, {"rank", "gpu", "nccl_version", "world_size"})
+    tr = s.traces.ranks if s.traces is not None else None
     if tr is not None:
         rows += [
             ("GPU (traces)", _distinct(tr, "gpu", ["rank"])),
@@ -75,7 +79,7 @@ def _version_rows(s: Any) -> list[dict[str, Any]]:
     return [{"name": n, "values": vals, "mixed": len(vals) > 1} for n, vals in rows if vals]
 
 
-def _transport_rows(s: Any) -> list[dict[str, Any]]:
+def _transport_rows(s: Session) -> list[dict[str, Any]]:
     edges = views.topology_edges(s.logs).filter(pl.col("kind") == "connection")
     out = []
     if edges.height:
@@ -96,7 +100,7 @@ def _transport_rows(s: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _env_rows(s: Any) -> list[dict[str, Any]]:
+def _env_rows(s: Session) -> list[dict[str, Any]]:
     env = s.logs.env
     out = []
     for name in sorted(env["name"].drop_nulls().unique().to_list()):
@@ -105,7 +109,7 @@ def _env_rows(s: Any) -> list[dict[str, Any]]:
     return out
 
 
-def environment(s: Any) -> dict[str, Any]:
+def environment(s: Session) -> dict[str, Any]:
     """The environment fingerprint: job shape, versions, transports and NCCL_* settings."""
     hosts = s.ranks["host"].drop_nulls().n_unique() if s.ranks.height else 0
     shape = {
@@ -122,8 +126,8 @@ def environment(s: Any) -> dict[str, Any]:
     }
 
 
-def provenance(s: Any, command: str | None, redacted: bool) -> dict[str, Any]:
-    tr = views.find_frame(s.traces, {"path", "rank", "n_events"})
+def provenance(s: Session, command: str | None, redacted: bool) -> dict[str, Any]:
+    tr = s.traces.ranks if s.traces is not None else None
     return {
         "ncclscope": __version__,
         "python": ".".join(str(x) for x in sys.version_info[:3]),

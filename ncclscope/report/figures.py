@@ -8,10 +8,13 @@ uses WebGL, so the HTML report renders in a browser without a GPU.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 import polars as pl
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
 TRANSPORT_COLORS = {
     "P2P": "#2ca02c",
@@ -227,13 +230,13 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
 # --- a session's figures --------------------------------------------------------------------------
 
 
-def _trace_note(s: Any) -> str | None:
+def _trace_note(s: Session) -> str | None:
     if s.traces is None:
         return "no trace given (pass --trace DIR with torch.profiler traces)"
     return "the traces hold no NCCL or gloo collective"
 
 
-def topology(s: Any) -> go.Figure:
+def topology(s: Session) -> go.Figure:
     from ncclscope.report import views
     from ncclscope.report.figures_topology import topology_figure
 
@@ -241,25 +244,25 @@ def topology(s: Any) -> go.Figure:
     return topology_figure(edges, views.topology_nodes(s.ranks, edges))
 
 
-def arrivals(s: Any) -> go.Figure:
+def arrivals(s: Session) -> go.Figure:
     from ncclscope.report import views
 
     return arrivals_figure(views.arrivals(s), note=_trace_note(s))
 
 
-def timeline(s: Any) -> go.Figure:
+def timeline(s: Session) -> go.Figure:
     from ncclscope.report import views
 
     return timeline_figure(views.timeline(s), note=_trace_note(s))
 
 
-def hang(s: Any) -> go.Figure:
+def hang(s: Session) -> go.Figure:
     from ncclscope.report import views_hang
 
     return hang_figure(views_hang.hang(s))
 
 
-def session_figures(s: Any) -> dict[str, go.Figure]:
+def session_figures(s: Session) -> dict[str, go.Figure]:
     """The HTML report's figures, keyed by their fixed element ids."""
     return {
         "fig-hang": hang(s),

@@ -13,9 +13,12 @@ import ipaddress
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
 # Columns whose values are host names (peer may also hold an address, which the IP rules catch).
 HOST_COLUMNS = frozenset({"host", "hostname", "host_name", "peer", "peer_host", "src_host", "dst_host"})
@@ -300,7 +303,7 @@ def session_frames(obj: Any, depth: int = 0) -> Iterator[pl.DataFrame]:
             yield from session_frames(v, depth + 1)
 
 
-def for_session(s: Any, doc: dict[str, Any] | None = None) -> Redactor:
+def for_session(s: Session, doc: dict[str, Any] | None = None) -> Redactor:
     """A redactor seeded the same way for every format: ranks' hosts (by rank), every frame's host
     columns, then the report document's strings (its JSON view first), so `host-3` names the same
     machine everywhere. `doc`: the document already built for this session, if any."""

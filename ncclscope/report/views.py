@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ncclscope.report.redact import session_frames
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ncclscope.frames import LogFrames
+    from ncclscope.records import Finding
+    from ncclscope.session import Session
 
 # Columns of the ranks × configuration table; `OUTLIER_COLUMNS` should agree across ranks.
 CONFIG_COLUMNS = [
@@ -68,7 +73,7 @@ def outliers(ranks: pl.DataFrame) -> dict[str, set[str]]:
     return out
 
 
-def rank_findings(findings: Any) -> dict[int, list[str]]:
+def rank_findings(findings: Iterable[Finding]) -> dict[int, list[str]]:
     """rank → ids of the error/warning findings that name it."""
     out: dict[int, list[str]] = {}
     for f in findings:
@@ -94,7 +99,7 @@ def transport_label(transport: str | None, net: str | None, gdr: bool | None, de
     return t or "unknown"
 
 
-def topology_edges(logs: Any) -> pl.DataFrame:
+def topology_edges(logs: LogFrames) -> pl.DataFrame:
     """Directed edges per channel: connection lines (with transport), ring orders and trees."""
     conns = logs.connections.filter(pl.col("src_rank").is_not_null() & pl.col("dst_rank").is_not_null())
     rows: list[dict[str, Any]] = [
@@ -180,25 +185,18 @@ def topology_nodes(ranks: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
 # --- traces -----------------------------------------------------------------------------------
 
 
-def find_frame(obj: Any, needs: set[str]) -> pl.DataFrame | None:
-    for df in session_frames(obj):
-        if needs <= set(df.columns):
-            return df
-    return None
-
-
-def arrivals(s: Any) -> pl.DataFrame:
+def arrivals(s: Session) -> pl.DataFrame:
     """One row per (collective, rank): `coll` ordinal, op, group, `skew_us` after the first arrival.
 
     Uses the trace alignment (clock-corrected) when present; otherwise lines collectives up by
     process group and per-group index, measuring the kernel start of each rank.
     """
     cols = ["coll", "rank", "op", "group", "msg_bytes", "skew_us", "wait_us", "arrival_us"]
-    aligned = find_frame(s.aligned_traces, {"coll_id", "rank", "skew_us", "arrival_us"})
+    aligned = s.aligned_traces.per_rank if s.aligned_traces is not None else None
     if aligned is not None and aligned.height:
         df = aligned.with_columns(pl.col("coll_id").alias("key"))
     else:
-        tc = find_frame(s.traces, {"rank", "index_in_pg", "start_us", "launch_us"})
+        tc = s.traces.collectives if s.traces is not None else None
         if tc is None or tc.is_empty():
             return pl.DataFrame(
                 schema={
@@ -240,7 +238,7 @@ def _align_by_index(tc: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(key=pl.concat_str([pl.col("group"), pl.lit("#"), pl.col("idx").cast(pl.Utf8)]))
 
 
-def timeline(s: Any) -> pl.DataFrame:
+def timeline(s: Session) -> pl.DataFrame:
     """Per-rank collective intervals in ms after the first one (clock-corrected when aligned)."""
     schema = {
         "rank": pl.Int64,
@@ -251,13 +249,13 @@ def timeline(s: Any) -> pl.DataFrame:
         "msg_bytes": pl.Int64,
         "group": pl.Utf8,
     }
-    aligned = find_frame(s.aligned_traces, {"coll_id", "rank", "arrival_us", "end_us", "group"})
+    aligned = s.aligned_traces.per_rank if s.aligned_traces is not None else None
     if aligned is not None and aligned.height:
         df = aligned.select(
             "rank", "op", pl.col("arrival_us").alias("start_us"), "end_us", "msg_bytes", "group"
         )
     else:
-        tc = find_frame(s.traces, {"rank", "op", "start_us", "end_us"})
+        tc = s.traces.collectives if s.traces is not None else None
         if tc is None or tc.is_empty():
             return pl.DataFrame(schema=schema)
         df = tc.select(

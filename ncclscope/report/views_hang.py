@@ -7,9 +7,15 @@ show (the one the hang verdict names, else the largest) and marks who is behind.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ncclscope.records import Finding
+    from ncclscope.session import Session
 
 HANG_SCHEMA: dict[str, Any] = {
     "rank": pl.Int64,
@@ -30,7 +36,7 @@ HANG_SCHEMA: dict[str, Any] = {
 _HANG_IDS = ("collective-hang", "rank-exited", "collective-mismatch")
 
 
-def _verdict_group(findings: Any) -> tuple[str | None, set[int], int | None]:
+def _verdict_group(findings: Iterable[Finding]) -> tuple[str | None, set[int], int | None]:
     """(group named by the hang verdict, culprit ranks, group size) from the hang findings."""
     group, size, culprits = None, None, set()
     for f in findings:
@@ -80,7 +86,7 @@ def _coll_part(coll: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def hang(s: Any) -> pl.DataFrame:
+def hang(s: Session) -> pl.DataFrame:
     """Per rank: the last collective (NCCL opCount) and PyTorch work sequence numbers it reached.
 
     `behind` marks ranks below the most advanced rank (or named by the hang verdict); `silent`
@@ -101,7 +107,7 @@ def hang(s: Any) -> pl.DataFrame:
     return _flags(df, culprits)
 
 
-def _world_size(s: Any, coll: pl.DataFrame) -> int | None:
+def _world_size(s: Session, coll: pl.DataFrame) -> int | None:
     sizes = [x for x in (coll["nranks"].max() if coll.height else None,) if isinstance(x, int)]
     return max(sizes) if sizes else None
 

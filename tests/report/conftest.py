@@ -3,7 +3,6 @@ and log text carrying HTML/script payloads and identifying values (hosts, addres
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -12,6 +11,7 @@ import pytest
 from ncclscope import schema as S
 from ncclscope.frames import CollLines, Coverage, InputInfo, LogFrames
 from ncclscope.hang import build_hang_view
+from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Evidence, Finding
 from ncclscope.session import Session
 
@@ -20,12 +20,6 @@ HOSTS = ["gpu-node-a", "gpu-node-b"]
 ADDRS = ["10.20.30.11", "10.20.30.12"]
 USER = "alice"
 LOG = f"/home/{USER}/jobs/run7/{HOSTS[0]}.log"
-
-
-@dataclass(frozen=True)
-class Traces:
-    collectives: pl.DataFrame
-    steps: pl.DataFrame
 
 
 def _rows(schema: S.Schema, rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -184,7 +178,7 @@ def log_frames() -> LogFrames:
     )
 
 
-def traces() -> Traces:
+def traces() -> TraceFrames:
     rows = []
     for k in range(6):
         for r in range(8):
@@ -205,8 +199,12 @@ def traces() -> Traces:
                     "source": "kernel",
                 }
             )
-    return Traces(
-        collectives=S.conform(pl.DataFrame(rows), S.TRACE_COLLECTIVES), steps=S.empty(S.TRACE_STEPS)
+    return TraceFrames(
+        collectives=S.conform(pl.DataFrame(rows), S.TRACE_COLLECTIVES),
+        steps=S.empty(S.TRACE_STEPS),
+        kernels=S.empty(S.TRACE_KERNELS),
+        ranks=S.empty(S.TRACE_RANKS),
+        pgs=S.empty(S.TRACE_PGS),
     )
 
 
