@@ -106,6 +106,41 @@ def _with_host(df: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def split_overlaps(df: pl.DataFrame, thread: str, start: str, dur: str) -> pl.DataFrame:
+    """Move slices that overlap without nesting (async gloo ops) onto extra threads, `… · lane 2` on.
+
+    One thread's slices must nest or follow each other: Perfetto cuts a slice that ends after its
+    parent. Each slice goes to the first lane where it nests, parents (longer) first at a time.
+    """
+    if df.is_empty():
+        return df
+    df = df.with_row_index("_i").sort("rank", thread, start, dur, descending=[False, False, False, True])
+    lanes: list[int] = []
+    stacks: list[list[float]] = []
+    key: tuple[object, object] | None = None
+    for rank, th, a, d in df.select("rank", thread, start, dur).iter_rows():
+        if (rank, th) != key:
+            key, stacks = (rank, th), []
+        b = a + (d or 0.0)
+        for n, stack in enumerate([*stacks, []]):
+            while stack and stack[-1] <= a:
+                stack.pop()
+            if not stack or b <= stack[-1]:
+                break
+        if n == len(stacks):
+            stacks.append(stack)
+        stack.append(b)
+        lanes.append(n)
+    lane = pl.Series("_lane", lanes, dtype=pl.Int64)
+    out = df.with_columns(lane).with_columns(
+        pl.when(pl.col("_lane") > 0)
+        .then(pl.col(thread) + pl.lit(" · lane ") + (pl.col("_lane") + 1).cast(pl.Utf8))
+        .otherwise(pl.col(thread))
+        .alias(thread)
+    )
+    return out.sort("_i").drop("_i", "_lane")
+
+
 # --- traces ----------------------------------------------------------------------------------
 
 
@@ -118,6 +153,7 @@ def collective_events(s: Any) -> pl.DataFrame:
         (pl.lit("collectives · ") + pl.col("group")).alias("_thread"),
         (pl.col("end_us") - pl.col("arrival_us")).clip(lower_bound=0).fill_null(0.0).alias("_dur"),
     )
+    per = split_overlaps(per, "_thread", "arrival_us", "_dur")
     slices = as_events(
         per,
         rank=pl.col("rank"),
@@ -207,7 +243,7 @@ def raw_collective_events(s: Any, offsets: pl.DataFrame, hosts: pl.DataFrame) ->
         pl.col("source"),
     )
     kind = pl.when(pl.col("is_p2p").fill_null(False)).then(pl.lit("send/recv · ")).otherwise(pl.lit("ops · "))
-    return as_events(
+    events = as_events(
         rows,
         rank=pl.col("rank"),
         proc=pl.lit("rank"),
@@ -220,6 +256,7 @@ def raw_collective_events(s: Any, offsets: pl.DataFrame, hosts: pl.DataFrame) ->
         dur_us=(pl.col("end_us") - pl.col("start_us")).clip(lower_bound=0).fill_null(0.0),
         args=args_json("pg_name", "seq", "msg_bytes", "event", "path"),
     )
+    return split_overlaps(events, "thread", "ts_us", "dur_us")
 
 
 def step_events(s: Any, offsets: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
