@@ -14,6 +14,7 @@ from trace_fixtures import B200, DLRM, load
 from ncclscope.errors import TraceError
 from ncclscope.parse.traces import decode as D
 from ncclscope.parse.traces import events as E
+from ncclscope.tuning import DEFAULT, Tuning
 
 Cols = dict[str, dict[str, list[Any]]]
 
@@ -23,7 +24,8 @@ def _cols(d: D.DecodedTrace) -> Cols:
 
 
 def _general(path: str | Path) -> Cols:
-    return _cols(D._decode_general(str(path), *D.Scratch().read(str(path))))
+    data, size, _ = D.Scratch().read(str(path))
+    return _cols(D._decode_general(str(path), data, size, DEFAULT))
 
 
 def _fast_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,10 +37,9 @@ def _fast_only(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("chunk", [1, 200, 5000, 1 << 20])
 @pytest.mark.parametrize("path", [B200, min(DLRM.glob("*.json.gz"))], ids=["b200", "dlrm"])
 def test_fast_path_equals_general_path(monkeypatch: pytest.MonkeyPatch, path: Path, chunk: int) -> None:
-    monkeypatch.setattr(D, "_CHUNK_BYTES", chunk)
     want = _general(path)
     _fast_only(monkeypatch)
-    got = D.decode(str(path))
+    got = D.decode(str(path), tuning=Tuning(trace_chunk_bytes=chunk))
     assert _cols(got) == want and got.n_events > 0
 
 
@@ -64,8 +65,7 @@ def test_identical_and_nested_events_at_chunk_cuts(monkeypatch: pytest.MonkeyPat
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps({"traceEvents": _events(5), "distributedInfo": {"rank": 0}}, indent=indent,
                             separators=seps))
-    monkeypatch.setattr(D, "_CHUNK_BYTES", chunk)
-    got = D.decode(str(p))
+    got = D.decode(str(p), tuning=Tuning(trace_chunk_bytes=chunk))
     assert _cols(got) == _general(p)
     assert len(got.gpu["ts"]) == 6 and len(got.launches["ts"]) == 1 and got.n_events == 11
 
@@ -74,9 +74,9 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     general = D._decode_general
 
-    def spy(path: str, data: bytes | bytearray, size: int) -> D.DecodedTrace:
+    def spy(path: str, data: bytes | bytearray, size: int, tuning: Tuning) -> D.DecodedTrace:
         calls.append(path)
-        return general(path, data, size)
+        return general(path, data, size, tuning)
     monkeypatch.setattr(D, "_decode_general", spy)
     return calls
 
@@ -93,14 +93,13 @@ def test_odd_documents_decode_as_the_general_path_does(monkeypatch: pytest.Monke
                                                        doc: dict[str, Any], fast: bool | None, chunk: int) -> None:
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps(doc, indent=1))
-    monkeypatch.setattr(D, "_CHUNK_BYTES", chunk)
     try:
         want: Any = _general(p)
     except TraceError as e:
         want = str(e)
     calls = _spy(monkeypatch)
     try:
-        got: Any = _cols(D.decode(str(p)))
+        got: Any = _cols(D.decode(str(p), tuning=Tuning(trace_chunk_bytes=chunk)))
     except TraceError as e:
         got = str(e)
     assert got == want
@@ -119,9 +118,9 @@ def test_fast_path_leaves_the_buffer_as_read(tmp_path: Path) -> None:
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps({"traceEvents": _events(40, note="")}, separators=(",", ":")))
     scratch = D.Scratch()
-    data, size = scratch.read(str(p))
+    data, size, _ = scratch.read(str(p))
     before = bytes(data[:size])
-    assert D._decode_fast(str(p), data, size) is not None
+    assert D._decode_fast(str(p), data, size, DEFAULT) is not None
     assert bytes(data[:size]) == before
 
 

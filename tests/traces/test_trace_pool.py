@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,14 +17,15 @@ from ncclscope.errors import TraceError
 from ncclscope.parse.traces import workers as P
 from ncclscope.parse.traces.decode import Scratch, decode
 from ncclscope.parse.traces.read import read_traces
+from ncclscope.tuning import Tuning
+
+ANY_SIZE = Tuning(trace_pool_min_bytes=0)  # workers for a set of any size
 
 
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers for any set, as on a 4-core machine."""
-    monkeypatch.setattr(P, "MIN_BYTES", 0)
+    """As on a 4-core machine (with `ANY_SIZE`: workers for any set)."""
     monkeypatch.setattr(P, "_cores", lambda: 4)
-    monkeypatch.delenv("NCCLSCOPE_TRACE_WORKERS", raising=False)
 
 
 def _files() -> list[str]:
@@ -36,14 +38,14 @@ def _plain(files: list[str]) -> list[Any]:
 
 def test_workers_give_what_one_process_gives(workers: None) -> None:
     files = _files()
-    assert P._workers_wanted(files, [1] * len(files)) == 3
-    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+    assert P._workers_wanted(files, [1] * len(files), ANY_SIZE) == 3
+    assert P._workers_wanted(files, [1] * len(files)) == 0  # a small set: decoded by the caller alone
+    assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
 
 
-def test_read_traces_with_and_without_workers(workers: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    with_workers = read_traces([str(DLRM)])
-    monkeypatch.setenv("NCCLSCOPE_TRACE_WORKERS", "0")
-    alone = read_traces([str(DLRM)])
+def test_read_traces_with_and_without_workers(workers: None) -> None:
+    with_workers = read_traces([str(DLRM)], tuning=ANY_SIZE)
+    alone = read_traces([str(DLRM)], tuning=Tuning(trace_pool_min_bytes=0, trace_max_workers=0))
     for name in ("collectives", "steps", "kernels", "ranks", "pgs"):
         assert getattr(with_workers, name).equals(getattr(alone, name)), name
 
@@ -57,6 +59,7 @@ def test_shares_are_contiguous_runs_by_bytes() -> None:
 
 @pytest.mark.parametrize("bad_at", [0, 6], ids=["caller's-share", "worker's-share"])
 def test_errors_come_at_their_turn(workers: None, tmp_path: Path, bad_at: int) -> None:
+    """A file that cannot be used gives its TraceError in its place; the files after it still come."""
     files = []
     for i, f in enumerate(_files()):
         dst = tmp_path / f"r{i}.json.gz"
@@ -65,10 +68,13 @@ def test_errors_come_at_their_turn(workers: None, tmp_path: Path, bad_at: int) -
         else:
             shutil.copy(f, dst)
         files.append(str(dst))
-    got = []
-    with pytest.raises(TraceError, match=f"r{bad_at}.json.gz.*traceEvents"):
-        got.extend(P.decoded(files, Scratch()))
-    assert len(got) == bad_at
+    got = list(P.decoded(files, Scratch(), ANY_SIZE))
+    errors = [i for i, d in enumerate(got) if isinstance(d, TraceError)]
+    assert errors == [bad_at, 7] and len(got) == len(files)
+    assert re.search(f"r{bad_at}.json.gz.*traceEvents", str(got[bad_at]))
+    read = read_traces(files, tuning=ANY_SIZE)  # the others are read; each skipped file is a note
+    assert read.ranks.height == len(files) - 2
+    assert sum(n.startswith("trace skipped:") for n in read.notes) == 2
 
 
 @pytest.mark.parametrize("boot", ["import sys; sys.exit(3)",
@@ -78,7 +84,7 @@ def test_a_dead_worker_leaves_its_files_to_the_caller(workers: None, monkeypatch
                                                       boot: str) -> None:
     monkeypatch.setattr(P, "_BOOT", boot)
     files = _files()
-    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+    assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
 
 
 def test_a_worker_that_cannot_start_leaves_its_files_to_the_caller(workers: None,
@@ -86,12 +92,12 @@ def test_a_worker_that_cannot_start_leaves_its_files_to_the_caller(workers: None
     started: list[int] = []
     spawn = P._spawn
 
-    def every_other(paths: list[str]) -> P._Worker | None:
+    def every_other(paths: list[str], tuning: Tuning) -> P._Worker | None:
         started.append(len(paths))
-        return spawn(paths) if len(started) % 2 else None
+        return spawn(paths, tuning) if len(started) % 2 else None
     monkeypatch.setattr(P, "_spawn", every_other)
     files = _files()
-    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+    assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
     assert len(started) == 3
 
 
@@ -120,8 +126,8 @@ def test_records_read_while_the_worker_still_writes(workers: None, monkeypatch: 
                                                     _SLOW_WRITER + "from ncclscope.parse.traces.workers import work"))
     monkeypatch.setattr(P, "POLL_S", 0.0005)
     local: list[str] = []
-    monkeypatch.setattr(P, "decode", lambda path, scratch: local.append(path) or decode(path, scratch))
+    monkeypatch.setattr(P, "decode", lambda path, scratch, tuning: local.append(path) or decode(path, scratch, tuning))
     files = _files()
-    assert [vars(d) for d in P.decoded(files, Scratch())] == _plain(files)
+    assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
     own = P._shares([os.path.getsize(f) * P.GZIP_RATIO for f in files], 3).count(0)
     assert len(local) == own  # every other file came from a worker

@@ -14,10 +14,10 @@ slice, then decoded untagged). `trace_events` turns the events into columns.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import mmap
 import os
 import re
+import sys
 import zlib
 from collections.abc import Iterable
 from itertools import islice
@@ -25,8 +25,11 @@ from typing import Any, Union
 
 import msgspec
 
-from ncclscope.errors import TraceError
+from ncclscope.errors import LimitError, TraceError
 from ncclscope.parse.traces.events import SKIP, DecodedTrace, collect
+from ncclscope.parse.traces.header import header
+from ncclscope.parse.unpack import compression, read_all
+from ncclscope.tuning import DEFAULT, Tuning
 
 
 class _Fields(msgspec.Struct, gc=False):
@@ -58,19 +61,19 @@ _Tagged = Union[(_Complete, *_Skipped)]  # type: ignore[valid-type]  # built at 
 
 
 class _Trace(msgspec.Struct):
-    # General path: raw slices of the input bytes, decoded into `_Event`s chunk by chunk.
+    # General path: raw slices of the input bytes, decoded into `_Event`s chunk by chunk. The header
+    # values are taken as they come and checked by `traces.header` (a wrong type is a note, not an error).
     traceEvents: list[msgspec.Raw] | None = None
-    distributedInfo: dict[str, Any] | None = None
-    deviceProperties: list[dict[str, Any]] | None = None
-    baseTimeNanoseconds: int | None = None
-    host_name: str | None = None
+    distributedInfo: Any = None
+    deviceProperties: Any = None
+    baseTimeNanoseconds: Any = None
+    host_name: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace | list[msgspec.Raw])
 _EVENTS = msgspec.json.Decoder(list[_Event])
 _TAGGED = msgspec.json.Decoder(list[_Tagged])
 _CHUNK = 16384  # general path: events decoded at once (a few MB of Structs)
-_CHUNK_BYTES = 1 << 20  # fast path: bytes decoded at once (~4k events: the Structs stay in cache)
 
 _KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _CUT = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")  # between two objects; top level only if both halves decode
@@ -87,38 +90,32 @@ class Scratch:
     """Where each file's bytes live while it is decoded. A plain file is mapped copy-on-write: no copy
     out of the page cache, which maps its pages 16 at a time (read into fresh memory, a 54 MB trace
     page-faults 13k pages in, ~0.05 s of system time); the fast path's byte swaps copy one page each.
-    A gzip file is read into one buffer kept for every file, then decompressed. (A file truncated by
-    another process while mapped would fault; traces are finished files, and one still being written
-    only grows.)"""
+    A compressed file (gzip, zstd) is decompressed within the caps of `Tuning` (`parse.unpack`).
+    (A file truncated by another process while mapped would fault; traces are finished files, and one
+    still being written only grows.)"""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
         self._map: mmap.mmap | None = None
 
-    def read(self, path: str) -> tuple[Buffer, int]:
-        """(buffer, size): the file's bytes (gunzipped) are `buffer[:size]`."""
+    def read(self, path: str, tuning: Tuning = DEFAULT) -> tuple[Buffer, int, list[str]]:
+        """(buffer, size, notes): the file's bytes (decompressed) are `buffer[:size]`."""
         self.close()
         try:
             with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size > 2:  # (a pipe's size is 0: read as it comes)
-                    if fh.read(2) != b"\x1f\x8b":
-                        with contextlib.suppress(OSError, ValueError):  # not mappable: read it
-                            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
-                            return self._map, len(self._map)
-                    fh.seek(0)
-                if len(self._buf) < size:  # a new one: the old may still be referenced by a decoded Raw
-                    self._buf = bytearray(size)
-                size = fh.readinto(memoryview(self._buf)[:size])
+                head = fh.read(4)
+                if compression(head) is None and os.fstat(fh.fileno()).st_size > 4:
+                    with contextlib.suppress(OSError, ValueError):  # not mappable (a pipe): read it
+                        self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+                        return self._map, len(self._map), []
+                fh.seek(0)
+                data, notes = read_all(path, fh, tuning)
         except OSError as e:
             raise TraceError(f"{path}: cannot read trace ({e.strerror or e})") from None
-        if self._buf[:2] != b"\x1f\x8b" or size < 2:
-            return self._buf, size
-        try:
-            data = gzip.decompress(memoryview(self._buf)[:size])
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceError(f"{path}: broken or truncated gzip ({e})") from None
-        return data, len(data)
+        except LimitError as e:
+            raise TraceError(str(e)) from None
+        except (EOFError, zlib.error) as e:
+            raise TraceError(f"{path}: broken or truncated compressed data ({e})") from None
+        return data, len(data), notes
 
     def close(self) -> None:
         """Unmap the last file (at once, or when the last decoded Raw pointing into it goes)."""
@@ -128,24 +125,41 @@ class Scratch:
             self._map = None
 
 
-def decode(path: str, scratch: Scratch | None = None) -> DecodedTrace:
-    """Decode one trace file; any file that is not a Chrome trace raises a one-line TraceError."""
-    data, size = (scratch or Scratch()).read(path)
-    return _decode_fast(path, data, size) or _decode_general(path, data, size)
+def decode(path: str, scratch: Scratch | None = None, tuning: Tuning = DEFAULT) -> DecodedTrace:
+    """Decode one trace file; any file that is not a Chrome trace raises a one-line TraceError.
+
+    Invalid UTF-8 in a string is decoded again with the bad bytes replaced (U+FFFD), with a note;
+    nesting deeper than the decoder's recursion allows is a TraceError.
+    """
+    data, size, notes = (scratch or Scratch()).read(path, tuning)
+    try:
+        try:
+            out = _decode_fast(path, data, size, tuning) or _decode_general(path, data, size, tuning)
+        except UnicodeDecodeError:
+            fixed = bytes(memoryview(data)[:size]).decode("utf-8", "replace").encode()
+            out = _decode_fast(path, fixed, len(fixed), tuning) or _decode_general(path, fixed, len(fixed), tuning)
+            notes.append(f"{path}: invalid UTF-8 in strings, replaced by U+FFFD")
+    except RecursionError:
+        raise TraceError(f"{path}: JSON nested deeper than the decoder allows (about "
+                         f"{sys.getrecursionlimit()} levels): not a torch.profiler trace") from None
+    out.notes = notes + out.notes
+    return out
 
 
-def _decoded(path: str, top: _Trace, n_events: int) -> DecodedTrace:
-    return DecodedTrace(path=path, distributed=top.distributedInfo or {}, devices=top.deviceProperties or [],
-                        base_ns=top.baseTimeNanoseconds, host=top.host_name, n_events=n_events)
+def _decoded(path: str, top: _Trace, n_events: int, tuning: Tuning) -> DecodedTrace:
+    h = header(path, top.distributedInfo, top.deviceProperties, top.baseTimeNanoseconds, top.host_name,
+               tuning.max_json_depth)
+    return DecodedTrace(path=path, distributed=h.distributed, devices=h.devices, base_ns=h.base_ns, host=h.host,
+                        n_events=n_events, notes=h.notes)
 
 
-def _decode_fast(path: str, data: Buffer, size: int) -> DecodedTrace | None:
+def _decode_fast(path: str, data: Buffer, size: int, tuning: Tuning) -> DecodedTrace | None:
     """The event array cut at top-level separators, each chunk decoded tagged; None to fall back."""
     key = _KEY.search(data, 0, size)
     if key is None:
         return None
-    out, a, stop = _decoded(path, _Trace(), 0), key.end(), size
-    while (first := _CUT.search(data, a + _CHUNK_BYTES, size)) is not None:
+    out, a, stop = _decoded(path, _Trace(), 0, tuning), key.end(), size
+    while (first := _CUT.search(data, a + tuning.trace_chunk_bytes, size)) is not None:
         if (cut := _upto(data, a, _CUT.finditer(data, first.start(), size), out)) is None:
             stop = first.end()  # no cut decodes: the array may end before the first (keys after it)
             break
@@ -156,8 +170,9 @@ def _decode_fast(path: str, data: Buffer, size: int) -> DecodedTrace | None:
     top = _header(data, key.end(), last.end() - 1, size) if last is not None else None
     if top is None or not out.n_events:
         return None
-    head = _decoded(path, top, out.n_events)
+    head = _decoded(path, top, out.n_events, tuning)
     out.distributed, out.devices, out.base_ns, out.host = head.distributed, head.devices, head.base_ns, head.host
+    out.notes = head.notes
     return out
 
 
@@ -212,7 +227,7 @@ def _header(data: Buffer, first: int, end: int, size: int) -> _Trace | None:
     return top if events is not None and len(events) == 1 and bytes(events[0]) == _MARK else None
 
 
-def _decode_general(path: str, data: Buffer, size: int) -> DecodedTrace:
+def _decode_general(path: str, data: Buffer, size: int, tuning: Tuning) -> DecodedTrace:
     """General path: every event a raw slice, joined and decoded `_CHUNK` at a time as untagged events."""
     try:
         top = _DECODER.decode(memoryview(data)[:size])
@@ -227,7 +242,7 @@ def _decode_general(path: str, data: Buffer, size: int) -> DecodedTrace:
         raise TraceError(f"{path}: JSON without `traceEvents`: not a torch.profiler Chrome trace")
     if not raw:
         raise TraceError(f"{path}: the trace holds no events")
-    out = _decoded(path, top, len(raw))
+    out = _decoded(path, top, len(raw), tuning)
     try:
         for i in range(0, len(raw), _CHUNK):
             collect([e for e in _EVENTS.decode(b"[" + b",".join(raw[i:i + _CHUNK]) + b"]") if e.ph == "X"], out)

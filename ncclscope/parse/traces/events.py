@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-Loose = int | float | str | list[Any] | None
+# A flat list at most: deeper nesting in these args is no Kineto's, and the event's args are dropped.
+Loose = int | float | str | list[int | float | str | None] | None
 SKIP = "\0skipped"  # the class-level `cat` of every event that is not a complete ("X") event
 
 
@@ -93,6 +94,7 @@ class DecodedTrace:
     launches: dict[str, list[Any]] = field(default_factory=dict)  # cuda_runtime / cuda_driver launches
     ops: dict[str, list[Any]] = field(default_factory=dict)  # record_param_comms, nccl:*, gloo:*, c10d::*
     steps: dict[str, list[Any]] = field(default_factory=dict)  # ProfilerStep#N
+    notes: list[str] = field(default_factory=list)  # header values dropped, bytes replaced, caps met
 
 
 def _new(*names: str) -> dict[str, list[Any]]:
@@ -194,7 +196,9 @@ def _scalar(v: Any) -> Any:
     if v is None or isinstance(v, str):
         return v
     if isinstance(v, list):
-        return "[" + ", ".join(str(x) for x in v) + "]"
+        return "[" + ", ".join(str(_scalar(x)) for x in v) + "]"
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
+    if isinstance(v, int) and v.bit_length() > 1000:  # printing a 5,000-digit int raises; out of range anyway
+        return "-inf" if v < 0 else "inf"
     return str(v)

@@ -61,7 +61,7 @@ def _nelems(shape: pl.Expr) -> pl.Expr:
 
 
 def _int(c: str) -> pl.Expr:
-    return pl.col(c).cast(pl.Utf8).cast(pl.Float64, strict=False).cast(pl.Int64)
+    return pl.col(c).cast(pl.Utf8).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
 
 
 def _txt(c: str) -> pl.Expr:
@@ -126,12 +126,12 @@ def collectives_of(nccl: pl.DataFrame, launches: pl.DataFrame, ops: pl.DataFrame
         pl.lit("kernel").alias("source"),
         pl.coalesce(norm_op(pick("coll")), norm_op(pl.col("ann_name")), norm_op(from_kernel)).alias("op"),
         pick("pg_name").alias("pg_name"), pick("pg_desc").alias("pg_desc"), pick("pg_ranks").alias("pg_ranks"),
-        pick("seq").cast(pl.Float64, strict=False).cast(pl.Int64).alias("seq"),
+        pick("seq").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False).alias("seq"),
         pick("comms_id").alias("comms_id"), dname.alias("dtype"), dbytes.alias("dtype_bytes"),
-        pl.coalesce(pick("in_nelems").cast(pl.Float64, strict=False).cast(pl.Int64),
+        pl.coalesce(pick("in_nelems").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False),
                     _dims_nelems(pl.col("ann_dims"))).alias("in_nelems"),
-        pick("out_nelems").cast(pl.Float64, strict=False).cast(pl.Int64).alias("out_nelems"),
-        pick("group_size").cast(pl.Float64, strict=False).cast(pl.Int64).alias("group_size"),
+        pick("out_nelems").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False).alias("out_nelems"),
+        pick("group_size").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False).alias("group_size"),
         pl.coalesce("rpc_ts", "ann_ts", "launch_ts").alias("launch_us"),
         pl.col("ts").alias("start_us"), (pl.col("ts") + pl.col("dur")).alias("end_us"), pl.col("dur").alias("dur_us"),
     )
@@ -230,3 +230,19 @@ def _finish(df: pl.DataFrame) -> pl.DataFrame:
               .otherwise(pl.col("in_nelems")))
     return df.with_columns(op.is_in(["send", "recv"]).alias("is_p2p"),
                            (nelems * pl.col("dtype_bytes")).alias("msg_bytes"))
+
+
+_NUMERIC = ("seq", "in_nelems", "out_nelems", "group_size")
+
+
+def range_notes(*frames: pl.DataFrame) -> tuple[str, ...]:
+    """Per file and field, the numbers in the communication args beyond 64 bits (read as unknown)."""
+    counts: dict[tuple[str, str], int] = {}
+    for df in frames:
+        for c in (c for c in _NUMERIC if c in df.columns):
+            num = _txt(c).cast(pl.Float64, strict=False).abs()
+            bad = df.filter(num >= 2.0**63).group_by("path").len()
+            for path, n in bad.iter_rows():
+                counts[(path, c)] = counts.get((path, c), 0) + n
+    return tuple(f"{path}: {n} value(s) of `{c}` beyond 64 bits, read as unknown"
+                 for (path, c), n in sorted(counts.items()))

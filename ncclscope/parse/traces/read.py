@@ -23,8 +23,10 @@ from ncclscope import schema as S
 from ncclscope.errors import TraceError
 from ncclscope.parse.traces.decode import Scratch
 from ncclscope.parse.traces.events import DecodedTrace
-from ncclscope.parse.traces.link import COMM_FIELDS, collectives_of, gloo_of
+from ncclscope.parse.traces.header import INT64_MAX, RANK_MAX, int_in
+from ncclscope.parse.traces.link import COMM_FIELDS, collectives_of, gloo_of, range_notes
 from ncclscope.parse.traces.workers import decoded
+from ncclscope.tuning import DEFAULT, Tuning
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
 _SUFFIXES = (".json", ".json.gz")
@@ -65,30 +67,41 @@ def expand_trace_paths(paths: Sequence[str]) -> list[str]:
 
 
 def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
-                progress: Callable[[str], None] | None = None) -> TraceFrames:
-    """Read every rank's trace; raises TraceError (one line) for a file that cannot be used."""
+                progress: Callable[[str], None] | None = None, tuning: Tuning = DEFAULT) -> TraceFrames:
+    """Read every rank's trace. A file that cannot be used is skipped with a note while another can be;
+    when none can, its TraceError (one line) is raised, as is a rank claimed by two traces."""
     files = expand_trace_paths(paths)
     acc: dict[str, list[pl.DataFrame]] = {k: [] for k in _KINDS}
     ranks: list[pl.DataFrame] = []
     pgs: list[pl.DataFrame] = []
     seen: dict[int, str] = {}
+    failed: list[TraceError] = []
+    notes: list[str] = []
     scratch = Scratch()  # where each file's bytes are; the last one given back before the frames are built
-    with _no_cyclic_gc(), contextlib.closing(decoded(files, scratch)) as traces:
-        for d in traces:  # in file order; large sets partly on worker processes (stopped on any error)
-            path = d.path
-            rank, how = _rank_of(d, rank_map or {})
+    with _no_cyclic_gc(), contextlib.closing(decoded(files, scratch, tuning)) as traces:
+        for d in traces:  # in file order; large sets partly on worker processes
+            try:
+                if isinstance(d, TraceError):
+                    raise d
+                rank, how = _rank_of(d, rank_map or {})
+            except TraceError as e:
+                failed.append(e)
+                continue
             if rank in seen:
-                raise TraceError(f"rank {rank} appears in two traces ({seen[rank]}, {path}): pass the traces "
+                raise TraceError(f"rank {rank} appears in two traces ({seen[rank]}, {d.path}): pass the traces "
                                  "of one job, or give each file its rank with --rank-map FILE=RANK")
-            seen[rank] = path
-            _accumulate(acc, d, rank)
+            seen[rank] = d.path
+            notes += d.notes
+            _accumulate(acc, d, rank, notes)
             ranks.append(_rank_row(d, rank, how))
             pgs.append(_pg_rows(d, rank))
             if progress:
-                progress(f"trace {path}: rank {rank}, {d.n_events} events")
+                progress(f"trace {d.path}: rank {rank}, {d.n_events} events")
     scratch.close()
     del scratch
-    return _build(acc, ranks, pgs)
+    if not seen:
+        raise failed[0]
+    return _build(acc, ranks, pgs, tuple(f"trace skipped: {e}" for e in failed) + tuple(notes))
 
 
 @contextlib.contextmanager
@@ -107,13 +120,32 @@ def _no_cyclic_gc() -> Iterator[None]:
 _KINDS = ("gpu", "nccl", "launches", "ops", "steps")
 
 
-def _accumulate(acc: dict[str, list[pl.DataFrame]], d: DecodedTrace, rank: int) -> None:
+def _accumulate(acc: dict[str, list[pl.DataFrame]], d: DecodedTrace, rank: int, notes: list[str]) -> None:
     # Each file's columns become compact Polars frames at once (its Python lists are dropped with `d`);
     # linking runs once over the concatenation of every rank, not per file.
     off = _offset_us(d)
     d.launches = _nccl_launches(d)
     for kind in _KINDS:
-        acc[kind].append(_frame(getattr(d, kind), rank=rank, off=off, path=d.path, host=d.host))
+        cols = getattr(d, kind)
+        try:
+            frame = _frame(cols, rank=rank, off=off, path=d.path, host=d.host)
+        except (pl.exceptions.PolarsError, OverflowError, TypeError, ValueError):
+            frame = _frame(_in_range(cols, d.path, notes), rank=rank, off=off, path=d.path, host=d.host)
+        acc[kind].append(frame)
+
+
+def _in_range(cols: dict[str, list[object]], path: str, notes: list[str]) -> dict[str, list[object]]:
+    """The columns with every integer beyond 64 bits made null (counted in a note per field); only
+    called once a frame could not be built, so well-formed traces never pay for the scan."""
+    out = {}
+    for name, vals in cols.items():
+        bad = sum(type(v) is int and not -INT64_MAX <= v <= INT64_MAX for v in vals)
+        if bad:
+            notes.append(f"{path}: {bad} value(s) of `{name}` beyond 64 bits, read as unknown")
+            vals = [None if type(v) is int and not -INT64_MAX <= v <= INT64_MAX else v
+                    for v in vals]
+        out[name] = vals
+    return out
 
 
 def _nccl_launches(d: DecodedTrace) -> dict[str, list[object]]:
@@ -128,14 +160,15 @@ def _rank_of(d: DecodedTrace, rank_map: dict[str, int]) -> tuple[int, str]:
     for key in (d.path, base):
         if key in rank_map:
             return rank_map[key], "rank-map"
-    rank = d.distributed.get("rank")
+    rank = d.distributed.get("rank")  # (an int in [0, 2^31) or None: checked by traces.header)
     if isinstance(rank, int):
         return rank, "distributedInfo"
     m = _RANK_IN_NAME.search(base)
-    if m:
+    if m and int_in(int(m.group(1)), 0, RANK_MAX) is not None:
         return int(m.group(1)), "file name"
-    raise TraceError(f"{d.path}: cannot tell which rank wrote this trace (no distributedInfo.rank, no rank "
-                     "in the file name); pass --rank-map FILE=RANK")
+    what = "distributedInfo.rank out of range" if "rank" in d.distributed else "no distributedInfo.rank"
+    raise TraceError(f"{d.path}: cannot tell which rank wrote this trace ({what}, no rank in the file name); "
+                     "pass --rank-map FILE=RANK")
 
 
 def _offset_us(d: DecodedTrace) -> float:
@@ -168,11 +201,11 @@ _TEXT = ("name", "input_dims", "input_type", *COMM_FIELDS)
 
 
 def _build(acc: dict[str, list[pl.DataFrame]], ranks: list[pl.DataFrame],
-           pgs: list[pl.DataFrame]) -> TraceFrames:
+           pgs: list[pl.DataFrame], notes: tuple[str, ...]) -> TraceFrames:
     gpu, nccl, launches, ops, st = (pl.concat(acc[k], how="vertical_relaxed") for k in _KINDS)
     kernels = gpu.select("rank", "stream", pl.col("ts").alias("start_us"),
                          (pl.col("ts") + pl.col("dur")).alias("end_us"), pl.col("is_comm").cast(pl.Boolean))
-    steps = st.select("path", "rank", pl.col("name").cast(pl.Utf8).str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
+    steps = st.select("path", "rank", pl.col("name").cast(pl.Utf8).str.extract(r"#(\d+)").cast(pl.Int64, strict=False).alias("step"),
                       pl.col("ts").alias("start_us"), (pl.col("ts") + pl.col("dur")).alias("end_us"),
                       pl.col("dur").alias("dur_us"))
     colls = pl.concat([collectives_of(nccl, launches, ops, steps), gloo_of(ops, nccl, steps)], how="diagonal_relaxed")
@@ -184,7 +217,8 @@ def _build(acc: dict[str, list[pl.DataFrame]], ranks: list[pl.DataFrame],
                        steps=S.conform(steps, S.TRACE_STEPS), kernels=S.conform(kernels, S.TRACE_KERNELS),
                        ranks=S.conform(rk, S.TRACE_RANKS).sort("rank"),
                        pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS),
-                       notes=_missing_kernel_notes(ops, nccl) + _unpaired_call_notes(colls))
+                       notes=notes + range_notes(nccl, ops) + _missing_kernel_notes(ops, nccl)
+                       + _unpaired_call_notes(colls))
 
 
 def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame) -> tuple[str, ...]:
@@ -220,8 +254,8 @@ def _rank_row(d: DecodedTrace, rank: int, how: str) -> pl.DataFrame:
 
 
 def _pg_rows(d: DecodedTrace, rank: int) -> pl.DataFrame:
-    cfg = d.distributed.get("pg_config") or []
-    rows = [{"rank": rank, "pg_name": str(c.get("pg_name")), "pg_desc": c.get("pg_desc", c.get("uid")),
-             "backend_config": c.get("backend_config"), "pg_size": c.get("pg_size"),
-             "pg_ranks": str(c.get("ranks"))} for c in cfg if isinstance(c, dict)]
+    cfg = d.distributed.get("pg_config") or []  # (dicts of typed values: checked by traces.header)
+    rows = [{"rank": rank, "pg_name": str(c["pg_name"]), "pg_desc": c["pg_desc"],
+             "backend_config": c["backend_config"], "pg_size": c["pg_size"],
+             "pg_ranks": str(c["ranks"])} for c in cfg]
     return pl.DataFrame(rows, schema=S.TRACE_PGS) if rows else S.empty(S.TRACE_PGS)

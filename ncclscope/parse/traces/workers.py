@@ -5,9 +5,9 @@ fresh interpreter that loads only the decoder (msgspec and this package's `error
 `trace_events`, under stand-in parent packages: no Polars, ~50 ms to start, ~30 MB) and is given the
 files after the caller's own share, in order; it writes one msgpack record per file (the decoded
 columns, or the file's TraceError message) to an unnamed temporary file, each read as soon as it
-is whole. The caller decodes the first files meanwhile, so files come back, and errors are raised, in file order
-as a one-process read would. A worker that fails or is killed leaves its files to the caller.
-`NCCLSCOPE_TRACE_WORKERS=0` turns workers off (or sets how many at most).
+is whole. The caller decodes the first files meanwhile, so files come back, and errors with them, in file
+order as a one-process read would. A worker that fails or is killed leaves its files to the caller.
+`Tuning.trace_max_workers` (the CLI fills it from `NCCLSCOPE_TRACE_WORKERS`) sets how many at most, 0 none.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ import msgspec
 from ncclscope.errors import TraceError
 from ncclscope.parse.traces.decode import Scratch, decode
 from ncclscope.parse.traces.events import DecodedTrace
+from ncclscope.tuning import DEFAULT, Tuning
 
-MIN_BYTES = 64 << 20  # a smaller set decodes in < 0.3 s: a worker's start-up would eat the gain
-MAX_WORKERS = 3  # each holds its own interpreter (~30 MB) while it runs
 GZIP_RATIO = 8
 POLL_S = 0.005  # while a worker's next record is not whole yet
 MAX_RECORD = 1 << 36  # a longer length prefix is not ours: the worker's output is not to be trusted
@@ -44,6 +43,7 @@ class _Record(msgspec.Struct, array_like=True):
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Record)
+_TUNING = msgspec.json.Decoder(Tuning)
 _PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Stand-in `ncclscope` and `ncclscope.parse` packages (their __init__ imports Polars and every stage).
 _BOOT = (
@@ -53,7 +53,7 @@ _BOOT = (
     "    mod.__path__ = [sys.argv[1] + sub]\n"
     "    sys.modules[name] = mod\n"
     "from ncclscope.parse.traces.workers import work\n"
-    "work(sys.argv[2:])\n"
+    "work(sys.argv[3:], sys.argv[2])\n"
 )
 
 
@@ -65,41 +65,45 @@ class _Worker:
     pos: int = 0  # where its next record starts in `out`
 
 
-def decoded(files: Sequence[str], scratch: Scratch) -> Generator[DecodedTrace, None, None]:
-    """Every file decoded, in order; a file's TraceError is raised at its turn."""
-    runs = _start(files)  # consecutive runs of files: a worker's, or the caller's (str)
+def decoded(files: Sequence[str], scratch: Scratch,
+            tuning: Tuning = DEFAULT) -> Generator[DecodedTrace | TraceError, None, None]:
+    """Every file decoded, in order; a file that cannot be used gives its TraceError in its place."""
+    runs = _start(files, tuning)  # consecutive runs of files: a worker's, or the caller's (str)
     try:
         for run in runs:
             if isinstance(run, _Worker):
-                yield from _collect(run, scratch)
+                yield from _collect(run, scratch, tuning)
             else:
-                yield decode(run, scratch)
+                yield _decode(run, scratch, tuning)
     finally:
         for run in runs:
             if isinstance(run, _Worker):
                 _stop(run)
 
 
-def work(paths: Sequence[str]) -> None:
+def _decode(path: str, scratch: Scratch, tuning: Tuning) -> DecodedTrace | TraceError:
+    try:
+        return decode(path, scratch, tuning)
+    except TraceError as e:
+        return e
+
+
+def work(paths: Sequence[str], tuning: str = "{}") -> None:
     """Worker side: one length-prefixed msgpack record per file to stdout."""
-    scratch, out = Scratch(), sys.stdout.buffer
+    scratch, out, tune = Scratch(), sys.stdout.buffer, _TUNING.decode(tuning)
     for path in paths:
-        try:
-            rec = _Record(path, trace=decode(path, scratch))
-        except TraceError as e:
-            rec = _Record(path, error=str(e))
+        got = _decode(path, scratch, tune)
+        rec = _Record(path, error=str(got)) if isinstance(got, TraceError) else _Record(path, trace=got)
         body = _ENCODER.encode(rec)
         out.write(len(body).to_bytes(8, "little") + body)
         out.flush()
     scratch.close()
 
 
-def _workers_wanted(files: Sequence[str], sizes: list[int]) -> int:
-    env = os.environ.get("NCCLSCOPE_TRACE_WORKERS", "")
-    cap = int(env) if env.isdigit() else MAX_WORKERS
-    n = min(cap, _cores() - 1, len(files) - 1)
+def _workers_wanted(files: Sequence[str], sizes: list[int], tuning: Tuning = DEFAULT) -> int:
+    n = min(tuning.trace_max_workers, _cores() - 1, len(files) - 1)
     usable = bool(sys.executable) and hasattr(os, "pread")
-    return n if n >= 1 and usable and sum(sizes) >= MIN_BYTES else 0
+    return n if n >= 1 and usable and sum(sizes) >= tuning.trace_pool_min_bytes else 0
 
 
 def _cores() -> int:
@@ -118,44 +122,45 @@ def _shares(sizes: list[int], n: int) -> list[int]:
     return out
 
 
-def _start(files: Sequence[str]) -> list[_Worker | str]:
+def _start(files: Sequence[str], tuning: Tuning) -> list[_Worker | str]:
     """The files in order, each run after the caller's first share handed to a worker if one starts."""
     try:  # decoding work by bytes; Kineto's JSON gzips ~8:1
-        sizes = [os.path.getsize(f) * (GZIP_RATIO if f.endswith(".gz") else 1) for f in files]
+        sizes = [os.path.getsize(f) * (GZIP_RATIO if f.endswith((".gz", ".zst")) else 1) for f in files]
     except OSError:
         return list(files)  # the caller's read says which file
-    n = _workers_wanted(files, sizes)
+    n = _workers_wanted(files, sizes, tuning)
     shares = _shares(sizes, n) if n else [0] * len(files)
     out: list[_Worker | str] = []
     for k in range(n + 1):
         paths = [f for f, s in zip(files, shares, strict=True) if s == k]
-        worker = _spawn(paths) if k and paths else None
+        worker = _spawn(paths, tuning) if k and paths else None
         out.extend([worker] if worker else paths)
     return out
 
 
-def _spawn(paths: list[str]) -> _Worker | None:
+def _spawn(paths: list[str], tuning: Tuning = DEFAULT) -> _Worker | None:
     tmp = tempfile.TemporaryFile()  # noqa: SIM115  # open until its records are read (closed in _stop)
+    args = [sys.executable, "-c", _BOOT, _PKG + os.sep, msgspec.json.encode(tuning).decode(), *paths]
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _BOOT, _PKG + os.sep, *paths], stdin=subprocess.DEVNULL,
-                                stdout=tmp, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=tmp, stderr=subprocess.DEVNULL)
     except OSError:
         tmp.close()
         return None  # the caller decodes these files itself
     return _Worker(paths, proc, tmp)
 
 
-def _collect(w: _Worker, scratch: Scratch) -> Iterator[DecodedTrace]:
+def _collect(w: _Worker, scratch: Scratch, tuning: Tuning) -> Iterator[DecodedTrace | TraceError]:
     """The worker's records in order, each as soon as it is whole (one in memory at a time); files the
     worker did not finish are decoded here."""
     for i, path in enumerate(w.paths):
         rec = _next_record(w)
         if rec is None or rec.path != path:  # the worker died: the rest is decoded here
-            yield from (decode(p, scratch) for p in w.paths[i:])
+            yield from (_decode(p, scratch, tuning) for p in w.paths[i:])
             return
         if rec.error is not None:
-            raise TraceError(rec.error)
-        yield rec.trace if rec.trace is not None else decode(path, scratch)
+            yield TraceError(rec.error)
+        else:
+            yield rec.trace if rec.trace is not None else _decode(path, scratch, tuning)
 
 
 def _next_record(w: _Worker) -> _Record | None:
