@@ -116,7 +116,10 @@ def compare_facts(
     both = {k: exist_a[k] & exist_b[k] for k in exist_a}
     fa, fb = _in_both(fa, both), _in_both(fb, both)
     sig = _signature(fa, "sa").join(_signature(fb, "sb"), on=_KEYS, how="full", coalesce=True)
-    same = sig.filter(pl.col("sa") == pl.col("sb")).select(_KEYS)
+    # scope by scope where both print the fact for the same scopes, or only one run prints it at all
+    same = sig.filter(
+        (pl.col("sa") == pl.col("sb")) | pl.col("sa").is_null() | pl.col("sb").is_null()
+    ).select(_KEYS)
     one_sided = sig.filter(pl.col("sa").is_null() | pl.col("sb").is_null()).select(_KEYS)
     a = pl.concat([fa.join(same, on=_KEYS, how="semi"), _collapse(fa.join(same, on=_KEYS, how="anti"))])
     b = pl.concat([fb.join(same, on=_KEYS, how="semi"), _collapse(fb.join(same, on=_KEYS, how="anti"))])
