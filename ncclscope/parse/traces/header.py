@@ -8,13 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-INT64_MAX = (1 << 63) - 1
-RANK_MAX = (1 << 31) - 1  # torch keeps ranks and sizes in int32
-
-
-def int_in(v: object, lo: int, hi: int) -> int | None:
-    """`v` if it is an int (not a bool) in [lo, hi], else None."""
-    return v if type(v) is int and lo <= v <= hi else None
+from ncclscope.parse.bounds import INT64_MAX, RANK_MAX, int_in
 
 
 def depth(v: object, limit: int) -> int:
