@@ -37,7 +37,7 @@ def _ensure(df: pl.DataFrame, names: list[str]) -> pl.DataFrame:
 
 def _ints(s: pl.Expr) -> pl.Expr:
     """`"1 -1 3"` / `"1/-1/-1"` -> [1, -1, 3] (Int64 list)."""
-    return s.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64))
+    return s.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64, strict=False))  # beyond 64 bits: null
 
 
 def _typed(df: pl.DataFrame, schema: S.Schema) -> pl.DataFrame:
