@@ -216,8 +216,8 @@ def nccltests_low_busbw(ctx: Context) -> Iterable[Finding]:
                 title=f"nccl-tests busbw is far below what {link.name} carries",
                 why=(
                     f"{label}: the best bus bandwidth at >= {LARGE_BYTES >> 20} MiB is {r['busbw_gbps']:g} GB/s "
-                    f"({r['op'] or 'collective'}, {r['size_bytes']:,} B, {_PLACE[r['placement']]}){share}; the "
-                    f"slowest link its channels use is {link.name}, and {link.basis} should give at least "
+                    f"({r['op'] or 'collective'}, {r['size_bytes']:,} B, {_PLACE[r['placement']]}). The slowest "
+                    f"link its channels use is {link.name}: {link.basis}{share} should give at least "
                     f"{link.floor_gbps:.2f} GB/s."
                 ),
                 fix=_FIX[link.kind],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.records import SEVERITY_ORDER
-from ncclscope.report import facts, views_hang
+from ncclscope.report import facts, views_hang, views_nccltests
 
 if TYPE_CHECKING:
     from ncclscope.session import Session
@@ -93,6 +93,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("rank_records", _rank_records, "one record per process"),
     Section("environment", lambda s, _p: facts.environment(s), "job shape, versions, transports, NCCL_*"),
     Section("hang", lambda s, _p: views_hang.hang(s).to_dicts(), "how far each rank got"),
+    Section("nccltests", lambda s, _p: views_nccltests.section(s), "nccl-tests runs: bus bandwidth per size"),
     Section("provenance", lambda s, p: facts.provenance(s, p.command, p.redacted), "how the report was made"),
     Section("notes", lambda s, _p: list(s.notes), "what was skipped or cut"),
 )

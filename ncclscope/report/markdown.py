@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ncclscope.report import views_nccltests
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 
 MAX_EVIDENCE = 20
@@ -217,5 +218,6 @@ def render_doc(doc: dict[str, Any]) -> str:
         for k in ("error", "warning", "info")
     )
     out = ["# ncclscope report", "", f"> {_ICON[v['severity']]} **{text(v['text'])}**", ">", f"> {tally}", ""]
-    out += _findings(doc) + _hang(doc) + _ranks(doc) + _environment(doc) + _provenance(doc)
+    out += _findings(doc) + _hang(doc) + _ranks(doc) + _environment(doc) + views_nccltests.markdown(doc)
+    out += _provenance(doc)
     return "\n".join(out).rstrip("\n") + "\n"

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ncclscope.report import views_nccltests
 from ncclscope.report.document import Document
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -61,6 +62,7 @@ def render(doc: Document, con: Console) -> None:
     con.print(f"[dim]{escape(doc['summary'])}[/dim]")
     if doc["ranks"]["rows"]:
         con.print(ranks_table(doc["ranks"]))
+    views_nccltests.terminal(doc, con)
     if not doc["findings"]:
         con.print("no findings")
     for f in doc["findings"]:
