@@ -209,7 +209,7 @@ class Analysis:
                 "id": f.id,
                 "severity": f.severity,
                 "title": f.title,
-                "ranks": list(f.ranks),
+                "ranks": [r if -(1 << 63) <= r < 1 << 63 else None for r in f.ranks],  # beyond Int64: unknown
                 "hosts": list(f.hosts),
                 "evidence": len(f.evidence),
                 "first": f"{f.evidence[0].path}:{f.evidence[0].line}" if f.evidence else None,
