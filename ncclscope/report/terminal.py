@@ -2,7 +2,7 @@
 
 Verdict, what was read, the ranks × configuration table with the document's odd cells in red, then
 every finding with its evidence. Every log-derived string is escaped before it reaches Rich
-(NCCL's `[0]` is Rich markup otherwise).
+(NCCL's `[0]` is Rich markup otherwise) and its control characters (ESC, C1) made visible.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ncclscope.report import views_nccltests
 from ncclscope.report.document import Document
+from ncclscope.report.safe_text import escape  # Rich markup escaped and control characters made visible
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _HEAD = {"cuda_dev": "dev"}
