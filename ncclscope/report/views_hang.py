@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-    from ncclscope.records import Finding
+    from ncclscope.hang import HangView
     from ncclscope.session import Session
 
 HANG_SCHEMA: dict[str, Any] = {
@@ -33,18 +31,21 @@ HANG_SCHEMA: dict[str, Any] = {
     "path": pl.Utf8,
     "line": pl.Int64,
 }
-_HANG_IDS = ("collective-hang", "rank-exited", "collective-mismatch")
+def _verdict_group(view: HangView) -> tuple[str | None, set[int], int | None]:
+    """(group the hang verdict names, culprit ranks, group size), read from the hang stage's view.
 
-
-def _verdict_group(findings: Iterable[Finding]) -> tuple[str | None, set[int], int | None]:
-    """(group named by the hang verdict, culprit ranks, group size) from the hang findings."""
-    group, size, culprits = None, None, set()
-    for f in findings:
-        if f.id in _HANG_IDS:
-            culprits |= set(f.ranks)
-            group = group or (str(f.metrics["communicator"]) if f.metrics.get("communicator") else None)
-            gs = f.metrics.get("group_size")
-            size = size or (gs if isinstance(gs, int) else None)
+    The group is that of the first verdict the hang rules report, in their order: verdicts with
+    hang evidence, then the other warnings, then opCount disagreements alone. Culprits are every
+    verdict's, the ranks that died, and (in a hang) ranks whose log ends mid-line.
+    """
+    vs = view.verdicts
+    ordered = ([v for v in vs if v.hang_evidence] + [v for v in vs if not v.hang_evidence and v.klass != "c"]
+               + [v for v in vs if not v.hang_evidence and v.klass == "c"])
+    group = next((v.group for v in ordered if v.group), None)
+    size = next((v.group_size for v in ordered if v.group_size), None)
+    culprits = {r for v in vs for r in v.culprits} | {r for r, _e in view.exited}
+    if vs and view.ends is not None and view.ends.height:
+        culprits |= set(view.ends.filter(pl.col("mid_line"))["rank"].drop_nulls().to_list())
     return group, culprits, size
 
 
@@ -93,7 +94,7 @@ def hang(s: Session) -> pl.DataFrame:
     marks ranks of the group that printed nothing of the kind.
     """
     rep = s.hang
-    group, culprits, size = _verdict_group(s.findings)
+    group, culprits, size = _verdict_group(rep)
     torch, coll = _torch_part(rep.progress, group), _coll_part(rep.coll)
     if torch.is_empty() and coll.is_empty():
         return pl.DataFrame(schema=HANG_SCHEMA)
