@@ -23,6 +23,7 @@ from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report
 from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding
+from ncclscope.tuning import DEFAULT, Tuning
 
 Progress = Callable[[str], None]
 
@@ -58,12 +59,15 @@ def analyze(
     trace_paths: Sequence[str] = (),
     rank_map: dict[str, int] | None = None,
     progress: Progress | None = None,
+    tuning: Tuning = DEFAULT,
 ) -> Session:
-    """Read every input (logs, traces, Flight Recorder dumps), line ranks up and run all rules."""
+    """Read every input (logs, traces, Flight Recorder dumps), line ranks up and run all rules.
+
+    `tuning` holds the readers' knobs and the caps on what a hostile input may cost."""
     inputs = parse.classify_inputs(list(paths) + list(trace_paths))
     # No logs: skip the log reader and rank identification (and their imports); they would return
     # exactly these empty frames.
-    logs = parse.read_logs(inputs.logs, progress=progress) if inputs.logs else LogFrames()
+    logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()
     ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
     # nccl-tests output: its table in any text input (read again only where a byte search finds it), and
     # `-J` JSON reports, which the classifier sends to the traces.
@@ -71,10 +75,11 @@ def analyze(
     nccltests = read_nccltests([*inputs.logs, *reports])
     # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
     trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
-    traces = parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress) if trace_inputs else None
+    traces = (parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress, tuning=tuning)
+              if trace_inputs else None)
     # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
     aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
-    flight = parse.read_flight(inputs.dumps) if inputs.dumps else None
+    flight = parse.read_flight(inputs.dumps, tuning=tuning) if inputs.dumps else None
     phase = align.job_phase(logs)
     hang = build_hang_view(logs, flight)
     ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight,

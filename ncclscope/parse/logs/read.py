@@ -22,6 +22,7 @@ from ncclscope.parse.logs.lane import MAX_TEXT, Lane
 from ncclscope.parse.logs.match import match_families
 from ncclscope.parse.logs.reader import read_many
 from ncclscope.parse.logs.runtime_rows import torch_rows
+from ncclscope.tuning import DEFAULT, Tuning
 
 
 def prepare(raw: pl.DataFrame) -> pl.DataFrame:
@@ -156,14 +157,15 @@ BATCH_LINES = 1_000_000  # small inputs are processed together, big ones chunk b
 PENDING_LINES = 250_000  # lines the lane left for the general path, gathered across batches before one pass
 
 
-def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = None) -> LogFrames:
+def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = None,
+              tuning: Tuning = DEFAULT) -> LogFrames:
     """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read."""
     acc = _Acc()
     inputs: list[InputInfo] = []
     notes: list[str] = []
     batch: list[pl.DataFrame] = []
     total = readable = 0
-    for i, (path, chunks, stats) in enumerate(read_many(paths), 1):
+    for i, (path, chunks, stats) in enumerate(read_many(paths, tuning), 1):
         for chunk in chunks:
             batch.append(chunk)
             if sum(b.height for b in batch) >= BATCH_LINES:
@@ -181,7 +183,8 @@ def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = 
     notes += [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in acc.rejoined.items()]
     if paths and readable == 0:
         what = "empty" if total == 0 else "binary data, not text"
-        raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])})")
+        why = f"; {notes[0]}" if notes else ""  # (a cap or damage that cut the input short)
+        raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])}){why}")
     tables = {name: acc.table(name, schema) for name, schema in _SCHEMAS.items()}
     return LogFrames(**tables, coll=CollLines.concat(acc.coll), streams=_merge_streams(acc.streams), inputs=tuple(inputs),
                      coverage=Coverage(*acc.cov), notes=tuple(notes))

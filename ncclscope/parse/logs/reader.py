@@ -165,9 +165,9 @@ def read_chunks(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> Iterat
         stats.notes.append(f"{path}: {stats.long_lines} line(s) longer than {MAX_LINE} characters were cut")
 
 
-def _whole(path: str) -> tuple[list[pl.DataFrame], ReadStats]:
+def _whole(path: str, tuning: Tuning = DEFAULT) -> tuple[list[pl.DataFrame], ReadStats]:
     stats = ReadStats()
-    return list(read_chunks(path, stats)), stats
+    return list(read_chunks(path, stats, tuning)), stats
 
 
 _DONE = object()
@@ -228,7 +228,8 @@ def _size(path: str) -> int | None:
     return size if size is not None and size <= PREFETCH_BYTES else None
 
 
-def read_many(paths: Sequence[str]) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
+def read_many(paths: Sequence[str],
+              tuning: Tuning = DEFAULT) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
     """(path, its chunks, its stats) for every input in order; consume the chunks before the stats.
 
     Small files are read ahead, whole, on worker threads, up to `PREFETCH_BUDGET` bytes (file reads
@@ -247,13 +248,13 @@ def read_many(paths: Sequence[str]) -> Iterator[tuple[str, Iterable[pl.DataFrame
                     if nxt > i:
                         break  # a big file: read it in order, then go on ahead
                 else:
-                    ahead[nxt] = pool.submit(_whole, paths[nxt])
+                    ahead[nxt] = pool.submit(_whole, paths[nxt], tuning)
                     held += size
                 nxt += 1
             fut = ahead.pop(i, None)
             if fut is None:
                 stats = ReadStats()
-                yield path, _behind(read_chunks(path, stats)), stats
+                yield path, _behind(read_chunks(path, stats, tuning)), stats
                 continue
             chunks, stats = fut.result()
             held -= sizes[i] or 0

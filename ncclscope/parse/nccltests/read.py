@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ncclscope import schema as S
+from ncclscope.errors import InputError
 from ncclscope.parse.nccltests.json_doc import frames_from_json, looks_like_json_report
 from ncclscope.parse.nccltests.text import parse_text
+from ncclscope.parse.unpack import read_all
 
 # Every nccl-tests table header names the column, every run header starts with `nThread`.
 _MARKERS = (b"busbw", b"nThread ", b"Avg bus bandwidth")
@@ -60,9 +62,8 @@ def has_nccltests(path: str) -> bool:
 
 
 def _read_text(path: str) -> str:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        data: bytes = fh.read()
+    with open(path, "rb") as fh:  # .gz/.zst by their first bytes, within the decompression caps
+        data, _ = read_all(path, fh)
     return data.decode("utf-8", errors="replace")
 
 
@@ -81,7 +82,7 @@ def read_nccltests(paths: Sequence[str]) -> NcclTestsFrames:
                 f = parse_text(path, _read_text(path))
             else:
                 continue
-        except (OSError, ValueError, EOFError) as e:
+        except (OSError, ValueError, EOFError, InputError, RecursionError) as e:  # (InputError: a cap)
             notes.append(f"{path}: nccl-tests output not read ({e})")
             continue
         if f.results.height or f.summary.height:
