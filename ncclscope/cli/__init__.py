@@ -1,22 +1,59 @@
-"""CLI stage: the Typer app. The only place that prints, reads the terminal or picks exit codes."""
+"""CLI stage: the Typer app. The only place that prints, reads the terminal or picks exit codes.
+
+Exit codes (`ncclscope.errors`): 0 no error finding, 1 an error finding, 2 unusable input or a usage
+error, 3 a bug in ncclscope (one line on stderr; `--debug` shows the traceback), 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import traceback
+from typing import Annotated
 
 import typer
 
-from ncclscope.errors import EXIT_BAD_INPUT, NcclscopeError
+from ncclscope.cli.options import GLOBALS, hoist_globals, parse_size
+from ncclscope.errors import EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, NcclscopeError
 
 app = typer.Typer(
     name="ncclscope",
     help="Why is my multi-GPU PyTorch/NCCL job slow, hung or broken? Reads NCCL_DEBUG logs, "
-    "PyTorch watchdog lines, Flight Recorder dumps and torch.profiler traces.",
+    "PyTorch watchdog lines, Flight Recorder dumps and torch.profiler traces. "
+    "Exit 0: no error finding; 1: an error finding; 2: unusable input; 3: a bug in ncclscope.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ncclscope import __version__
+
+        typer.echo(f"ncclscope {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour or style (NO_COLOR=1 too).")] = False,
+    max_expansion_ratio: Annotated[int | None, typer.Option(
+        "--max-expansion-ratio", min=1, help="Decompressed bytes per compressed byte a .gz/.zst input may "
+        "reach (default 200; real logs ~10-50).", show_default=False)] = None,
+    max_decompressed_bytes: Annotated[str | None, typer.Option(
+        "--max-decompressed-bytes", help="Bytes one .gz/.zst input may expand to, e.g. 64G (default 16G).",
+        show_default=False)] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Options for every command (also accepted after the command's name)."""
+    GLOBALS.debug = GLOBALS.debug or debug
+    GLOBALS.color = GLOBALS.color and not no_color
+    if max_expansion_ratio is not None:
+        GLOBALS.overrides["max_expansion_ratio"] = max_expansion_ratio
+    if max_decompressed_bytes is not None:
+        GLOBALS.overrides["max_decompressed_bytes"] = parse_size(max_decompressed_bytes, "--max-decompressed-bytes")
 
 
 def _register() -> None:
@@ -25,29 +62,59 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code; domain errors become one line on stderr, no traceback."""
-    _register()
+    """Run the CLI and return its exit code: domain errors are one line on stderr; any other exception
+    is a bug, one line too (`--debug`: its traceback); never a traceback for bad input."""
+    args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
+    GLOBALS.reset(debug="--debug" in args, color="--no-color" not in args)
     try:
+        _register()
         # Non-standalone click returns the code of a typer.Exit instead of raising it.
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=args, prog_name="ncclscope", standalone_mode=False)
     except NcclscopeError as e:
-        print(f"ncclscope: error: {e}", file=sys.stderr)
+        _say(f"ncclscope: error: {e}")
         return e.exit_code
     except typer.Exit as e:
         return int(e.exit_code or 0)
-    except SystemExit as e:  # click's own usage errors
+    except SystemExit as e:  # click's own usage errors, shell completion
         return int(e.code or 0) if isinstance(e.code, int) else EXIT_BAD_INPUT
     except (typer.Abort, KeyboardInterrupt):
-        print("ncclscope: aborted", file=sys.stderr)
-        return 130
-    except Exception as e:
+        _say("ncclscope: aborted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `| head` closed the pipe: nobody reads what is left
+        _quiet_stdout()
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - the one place a bug becomes an exit code
         # Usage errors from Typer's click (vendored as typer._click in newer Typer): duck-typed.
         show, code = getattr(e, "show", None), getattr(e, "exit_code", None)
         if callable(show) and isinstance(code, int):
             show()
             return EXIT_BAD_INPUT
-        raise
+        return _bug(e)
     return rc if isinstance(rc, int) else 0
+
+
+def _bug(e: BaseException) -> int:
+    if GLOBALS.debug:
+        traceback.print_exception(e, file=sys.stderr)
+    first = next((ln for ln in str(e).splitlines() if ln.strip()), "")
+    _say(f"ncclscope hit a bug: {type(e).__name__}: {first[:300]}; rerun with --debug for the traceback")
+    return EXIT_BUG
+
+
+def _say(line: str) -> None:
+    from ncclscope.report.safe_text import one_line
+
+    try:
+        print(one_line(line), file=sys.stderr)
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _quiet_stdout() -> None:
+    try:  # later writes (and the final flush) go nowhere instead of failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def run() -> None:
@@ -64,5 +131,5 @@ def run() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):  # a closed pipe (`| head`): nothing more can be said
-        rc = rc or 1
+        pass
     os._exit(rc)

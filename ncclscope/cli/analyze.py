@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ncclscope.cli import app
-from ncclscope.cli.console import progress_printer, stderr_console, stdout_console
-from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map
+from ncclscope.cli.console import progress_printer, stdout_console, warn
+from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map, tuning
 from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError, StrictModeError
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
 
 class Format(str, Enum):
@@ -20,29 +23,37 @@ class Format(str, Enum):
 
 @app.command()
 def analyze(
-    paths: Annotated[list[str] | None, typer.Argument(help="Log files, globs, directories, .gz files, '-' for "
-                                                      "stdin; traces and dumps too.", show_default=False)] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="Log files, globs, directories, .gz/.zst files, '-' "
+                                                      "for stdin; traces and dumps too.", show_default=False)] = None,
     trace: TraceDir = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     rank_map: RankMap = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) when some lines match no grammar family.")] = False,
     quiet: Quiet = False,
 ) -> None:
-    """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input."""
+    """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input,
+    3 a bug in ncclscope."""
     from ncclscope.report import document_for, json_report, terminal
     from ncclscope.session import analyze as run
 
     if not paths and not trace:
         raise InputError("nothing to analyze: give log paths and/or --trace DIR")
-    s = run(paths or [], trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress_printer(not quiet))
+    s = run(paths or [], trace_paths=trace or [], rank_map=parse_rank_map(rank_map),
+            progress=progress_printer(not quiet), tuning=tuning())
+    if not _read_anything(s):  # every input was skipped (a cap, damage): say why, as unusable input
+        warn(s.notes)
+        raise InputError("nothing to analyze: no input could be read (see the warnings above)")
     doc = document_for(s)  # one document, whichever renderer lays it out
     if fmt is Format.json:
         typer.echo(json_report.render_doc(doc), nl=False)
     else:
         terminal.render(doc, stdout_console())
-    err = stderr_console()
-    for note in s.notes:
-        err.print(f"warning: {note}", markup=False)
+    warn(s.notes)
     if strict and s.logs.coverage.unknown:
         raise StrictModeError(f"--strict: {s.logs.coverage.unknown} line(s) matched no grammar family")
     raise typer.Exit(EXIT_FINDINGS if s.has_errors else EXIT_OK)
+
+
+def _read_anything(s: Session) -> bool:
+    flight = s.flight is not None and s.flight.dumps.height > 0
+    return bool(s.logs.inputs) or s.traces is not None or flight or not s.nccltests.is_empty

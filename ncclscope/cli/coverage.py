@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ncclscope.cli import app
 from ncclscope.cli.console import stdout_console
-from ncclscope.cli.options import Paths
+from ncclscope.cli.options import Paths, tuning
+from ncclscope.report.safe_text import escape
 
 
 @app.command()
@@ -27,7 +27,7 @@ def coverage(
     tot = [0, 0, 0, 0]
     unknown_rows: list[str] = []
     for p in inputs.logs:
-        lf = read_logs([p])
+        lf = read_logs([p], tuning=tuning())
         c = lf.coverage
         for i, v in enumerate((c.lines, c.nccl_lines, c.recognized, c.unknown)):
             tot[i] += v

@@ -1,14 +1,21 @@
-"""CLI stage: option aliases shared by several subcommands."""
+"""CLI stage: option aliases shared by several subcommands, the global options and their state."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import typer
 
+from ncclscope.errors import InputError
+from ncclscope.tuning import DEFAULT, Tuning
+
 Paths = Annotated[
     list[str],
-    typer.Argument(help="Log files, globs, directories, .gz files, '-' for stdin; traces and dumps too.",
+    typer.Argument(help="Log files, globs, directories, .gz/.zst files, '-' for stdin; traces and dumps too.",
                    show_default=False),
 ]
 TraceDir = Annotated[
@@ -21,17 +28,75 @@ RankMap = Annotated[
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 
+RANK_MAX = (1 << 31) - 1  # torch keeps ranks in int32
+_FLAGS = ("--debug", "--no-color", "--version")
+_VALUED = ("--max-expansion-ratio", "--max-decompressed-bytes")
+
+
+@dataclass
+class Globals:
+    """What the global options said, for this run of `main()`."""
+
+    debug: bool = False
+    color: bool = True
+    overrides: dict[str, int] = field(default_factory=dict)
+
+    def reset(self, *, debug: bool, color: bool) -> None:
+        self.debug, self.color, self.overrides = debug, color, {}
+
+
+GLOBALS = Globals()
+
+
+def hoist_globals(argv: list[str]) -> list[str]:
+    """The global options moved before the command's name, wherever they were typed (not after `--`)."""
+    head: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest += argv[i:]
+            break
+        if a in _FLAGS or a.split("=", 1)[0] in _VALUED and "=" in a:
+            head.append(a)
+        elif a in _VALUED:
+            head += argv[i:i + 2]
+            i += 1
+        else:
+            rest.append(a)
+        i += 1
+    return head + rest
+
+
+def tuning() -> Tuning:
+    """The run's Tuning: the defaults, the global options, and NCCLSCOPE_TRACE_WORKERS (0: no workers)."""
+    over = dict(GLOBALS.overrides)
+    workers = os.environ.get("NCCLSCOPE_TRACE_WORKERS", "").strip()
+    if workers.isascii() and workers.isdigit() and len(workers) <= 3:
+        over["trace_max_workers"] = int(workers)
+    return dataclasses.replace(DEFAULT, **over) if over else DEFAULT
+
+
+def parse_size(text: str, option: str) -> int:
+    """'16G', '512M', '1000000' → bytes."""
+    m = re.fullmatch(r"\s*([0-9]{1,15})\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if not m:
+        raise InputError(f"{option}: expected a size like 16G, 512M or 1000000, got {text!r}")
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
 
 def parse_rank_map(spec: str | None) -> dict[str, int] | None:
-    """'a.json=0,b.json=1' → {'a.json': 0, 'b.json': 1}."""
-    from ncclscope.errors import InputError
-
+    """'a.json=0,b.json=1' → {'a.json': 0, 'b.json': 1}; a rank is a decimal number below 2^31."""
     if not spec:
         return None
     out: dict[str, int] = {}
     for part in spec.split(","):
         name, sep, rank = part.partition("=")
-        if not sep or not rank.strip().isdigit():
-            raise InputError(f"--rank-map: expected FILE=RANK, got {part!r}")
+        rank = rank.strip()
+        # ASCII digits only: str.isdigit() admits '²', which int() refuses
+        ok = sep and name.strip() and rank.isascii() and rank.isdigit() and len(rank) <= 10
+        if not ok or int(rank) > RANK_MAX:
+            raise InputError(f"--rank-map: expected FILE=RANK with RANK a number below 2^31, got {part!r}")
         out[name.strip()] = int(rank)
     return out
