@@ -42,10 +42,12 @@ def trace_document(s: Any, *, command: str | None = None) -> dict[str, Any]:
             logs,
         ]
     )
+    # A finding may cite a timed line of a kind not drawn (a NET line): the origin covers it too.
+    timed = pl.concat([timed, _finding_events(s.findings, evidence_times(s, offsets))])
     t0 = timed["ts_us"].min() if timed.height else None
     origin = float(t0) if isinstance(t0, (int, float)) else None
     notes = [*s.notes, *log_notes, *([NOTHING_TIMED] if origin is None else [])]
-    ev = pl.concat([timed, _finding_events(s.findings, evidence_times(s, offsets)), _note_events(notes)])
+    ev = pl.concat([timed, _note_events(notes)])
     ev = _with_ids(ev)
     events = _metadata_events(ev, hosts) + _trace_events(ev, origin or 0.0)
     meta = _metadata(s, offsets, origin, notes, command, ev)

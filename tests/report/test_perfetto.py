@@ -17,8 +17,11 @@ from typing import Any
 import polars as pl
 import pytest
 
+from ncclscope import schema as S
 from ncclscope.cli import main
 from ncclscope.errors import InputError
+from ncclscope.frames import LogFrames
+from ncclscope.records import Evidence, Finding
 from ncclscope.report import perfetto, renderer_for, write_report
 from ncclscope.report.perfetto_events import FLOW_NAME
 from ncclscope.session import Session, analyze
@@ -270,6 +273,53 @@ def test_timed_log_lines(shared_dir: Path) -> None:
             e for e in _events(text, "i", "finding") if e["args"]["placed_at"].startswith("its earliest")
         ]
         assert cited, name
+
+
+def test_timed_lines_on_their_rank_and_findings_at_their_evidence() -> None:
+    """Timed WARN and init lines go to the rank whose process printed them; a finding citing a timed
+    line of a kind not drawn (a NET line) sits at that line's time, which may come first."""
+    t = 1_700_000_000_000_000.0
+    origin = {"path": "job.log", "host": "gpu-a", "pid": 11, "text": "gpu-a:11:12 [0] NCCL INFO …"}
+    ranks = S.conform(pl.DataFrame([{"rank": 3, "host": "gpu-a", "pid": 11, "path": "job.log"}]), S.RANKS)
+    logs = LogFrames(
+        warnings=S.conform(
+            pl.DataFrame(
+                [
+                    {
+                        **origin,
+                        "line": 7,
+                        "ts_us": t + 500.0,
+                        "level": "WARN",
+                        "family": "net",
+                        "message": "NET/IB : no device",
+                    }
+                ]
+            ),
+            S.WARNINGS,
+        ),
+        inits=S.conform(pl.DataFrame([{**origin, "line": 2, "ts_us": t + 100.0, "phase": "start"}]), S.INITS),
+        network=S.conform(
+            pl.DataFrame([{**origin, "line": 1, "ts_us": t, "kind": "using_network"}]), S.NETWORK
+        ),
+    )
+    finding = Finding(
+        id="net-socket-fallback",
+        severity="warning",
+        title="socket",
+        why="",
+        fix="",
+        ranks=(3,),
+        evidence=(Evidence("job.log", 1, "…"),),
+    )
+    s = Session(logs=logs, ranks=ranks, comms=S.empty(S.COMMS), findings=(finding,))
+    text = perfetto.render(s)
+    assert chrome_trace_problems(text) == []
+    logs_ev = {e["name"]: e for e in _events(text, "i", "log")}
+    assert logs_ev["WARN net"]["ts"] == 500.0 and logs_ev["init start"]["ts"] == 100.0
+    assert {e["pid"] for e in logs_ev.values()} == {4}
+    (inst,) = _events(text, "i", "finding")
+    assert (inst["ts"], inst["pid"], inst["s"]) == (0.0, 4, "p")
+    assert json.loads(text)["metadata"]["ncclscope"]["time_origin_epoch_us"] == t
 
 
 def test_hand_built_session_logs_and_ranks() -> None:
