@@ -19,6 +19,7 @@ from ncclscope.findings import Context, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.logs.timestamps import distrust_subseconds
 from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report
 from ncclscope.parse.traces.read import TraceFrames
@@ -68,6 +69,7 @@ def analyze(
     # No logs: skip the log reader and rank identification (and their imports); they would return
     # exactly these empty frames.
     logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()
+    logs = distrust_subseconds(logs)  # NCCL 2.26.2 misprints sub-second timestamps
     ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
     # nccl-tests output: its table in any text input (read again only where a byte search finds it), and
     # `-J` JSON reports, which the classifier sends to the traces.
