@@ -1,0 +1,55 @@
+"""CLI: `rules`, `analyze --strict` and `coverage` on bundled samples only (no ../shared needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ncclscope.cli import main
+from ncclscope.findings import all_rules
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+CLEAN = SAMPLES / "complete" / "mlperf50dell_2x8_h200_bert.log.gz"
+KNOWN = "node-a:100:101 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\n"
+ODD = "node-a:100:101 [0] NCCL INFO Something NCCL never printed 42\n"
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
+def test_rules_lists_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules"]) == 0
+    out = capsys.readouterr().out
+    missing = [r.id for r in all_rules() if r.id not in out]
+    assert not missing
+
+
+def test_strict_fails_on_an_unknown_nccl_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad = tmp_path / "good.log", tmp_path / "bad.log"
+    good.write_text(KNOWN, encoding="utf-8")
+    bad.write_text(KNOWN + ODD, encoding="utf-8")
+    assert main(["analyze", "--strict", str(good)]) == 0
+    assert main(["analyze", str(bad)]) == 0  # unknown lines are data, not a failure...
+    assert main(["analyze", "--strict", str(bad)]) == 1  # ...unless --strict asks
+    assert "--strict" in capsys.readouterr().err
+
+
+def test_coverage_counts_and_shows_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "r.log"
+    log.write_text(KNOWN * 3 + ODD, encoding="utf-8")
+    assert main(["coverage", "--show-unknown", "5", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "recognized 3 of 4 NCCL lines (75.00%)" in out
+    assert f"{log}:4:" in out and "Something NCCL never printed" in out
+
+
+def test_coverage_on_a_bundled_complete_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert CLEAN.exists()
+    assert main(["coverage", str(CLEAN)]) == 0
+    last = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("recognized")][-1]
+    got, total = (int(x) for x in last.split()[1:4:2])
+    assert total > 500 and got == total
