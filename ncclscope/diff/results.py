@@ -14,7 +14,8 @@ from ncclscope.session import Session
 
 REL_CHANGE = 0.20  # |b - a| / max(a, b) at the compared sizes
 BIG_BYTES = 64 * 2**20  # headline sizes (bandwidth-bound); the largest common size when none is this big
-MIN_TRACE_SAMPLES = 3  # collectives of one (op, size) per side before trace timings are compared
+MIN_TRACE_SAMPLES = 2  # collectives of one (op, size) per side before trace timings are compared
+MIN_SPREAD_US = 100.0  # an arrival-spread change smaller than this is noise, whatever its ratio
 RANK = 70
 
 
@@ -111,8 +112,39 @@ def _compare(a: pl.DataFrame, b: pl.DataFrame, what: str) -> list[Difference]:
     return out
 
 
+def _spread(s: Session) -> pl.DataFrame:
+    """op → median arrival spread (first to last rank, clock-corrected) over complete collectives."""
+    a = s.aligned_traces
+    if a is None or a.collectives.is_empty():
+        return pl.DataFrame(schema={"op": pl.Utf8, "spread_us": pl.Float64, "n": pl.UInt32})
+    c = a.collectives.filter(pl.col("complete") & pl.col("arrival_spread_us").is_not_null())
+    return c.group_by("op").agg(spread_us=pl.col("arrival_spread_us").median(), n=pl.len())
+
+
+def _compare_spread(a: pl.DataFrame, b: pl.DataFrame) -> list[Difference]:
+    """Per operation: how long the first rank waits for the last (a straggler, a skewed input pipeline)."""
+    out = []
+    for op, x, na, y, nb in a.join(b, on="op", how="inner", suffix="_b").sort("op").rows():
+        if x == y:
+            continue
+        change = abs(y - x) / max(x, y) if max(x, y) > 0 else 0.0
+        out.append(
+            Difference(
+                "results",
+                f"trace {op} arrival spread (median)",
+                f"{x:,.0f} µs ({na} collectives)",
+                f"{y:,.0f} µs ({nb} collectives)",
+                "job",
+                rank=RANK,
+                relevant=change >= REL_CHANGE and abs(y - x) >= MIN_SPREAD_US,
+            )
+        )
+    return out
+
+
 def compare_results(a: Session, b: Session) -> list[Difference]:
-    """nccl-tests busbw per operation (when both runs have nccl-tests output), then trace timings."""
+    """nccl-tests busbw per operation (when both runs have nccl-tests output), then trace timings:
+    busbw per operation and size, and how far apart the ranks arrive."""
     out: list[Difference] = []
     na, nb = _best_nccltests(a), _best_nccltests(b)
     if na.height or nb.height:
@@ -120,4 +152,5 @@ def compare_results(a: Session, b: Session) -> list[Difference]:
     ta, tb = _trace_busbw(a), _trace_busbw(b)
     if ta.height and tb.height:
         out += _compare(ta, tb, "trace")
+    out += _compare_spread(_spread(a), _spread(b))
     return out

@@ -167,3 +167,25 @@ def test_same_complete_run_twice(shared_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "again.log"
     copy.write_bytes(src.read_bytes())
     assert _diff(src, copy).differences == ()
+
+
+def test_traces_clean_vs_straggler() -> None:
+    """Real gloo captures (samples/traces/gloo_cpu_straggler): rank 1 sleeps 200 ms before every collective
+    in `delayed/`. Every operation's median arrival spread goes from < 1 ms to ~200 ms."""
+    base = Path(__file__).resolve().parents[2] / "samples" / "traces" / "gloo_cpu_straggler"
+    clean = analyze([], trace_paths=[str(base / "clean")])
+    delayed = analyze([], trace_paths=[str(base / "delayed")])
+    d = diff_sessions(clean, delayed)
+    spreads = [x for x in d.differences if x.key.endswith("arrival spread (median)")]
+    assert {x.key.split()[1] for x in spreads} == {
+        "allreduce",
+        "allgather",
+        "reduce_scatter",
+        "broadcast",
+        "alltoall",
+    }
+    for x in spreads:
+        assert x.relevant and x.category == "results"
+        a_us, b_us = (float(v.split()[0].replace(",", "")) for v in (x.a, x.b))
+        assert a_us < 1000 and b_us > 190_000
+    assert diff_sessions(clean, clean).differences == ()
