@@ -15,8 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.errors import InputError, NcclscopeError, TraceError, UnsafePickleError
-
-__version__ = "0.1.0"
+from ncclscope.version import __version__
 
 if TYPE_CHECKING:
     from ncclscope.notebook import Analysis, load

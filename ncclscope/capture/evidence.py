@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ncclscope import __version__
+from ncclscope.version import __version__
 from ncclscope.capture.config import CONFIG_ENV, CaptureConfig
 
 _ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "CUDA_", "MASTER_", "TORCHELASTIC_", "OMP_", "PYTORCH_")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ncclscope import __version__
+from ncclscope.version import __version__
 from ncclscope.report import views
 
 if TYPE_CHECKING:

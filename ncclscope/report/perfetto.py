@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from ncclscope import __version__
+from ncclscope.version import __version__
 from ncclscope.report import perfetto_events as E
 from ncclscope.report.perfetto_logs import evidence_times, log_events
 
