@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 from typing import Annotated
 
 import typer
@@ -68,8 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     GLOBALS.reset(debug="--debug" in args, color="--no-color" not in args)
     try:
         _register()
-        # Non-standalone click returns the code of a typer.Exit instead of raising it.
-        rc = app(args=args, prog_name="ncclscope", standalone_mode=False)
+        with warnings.catch_warnings():
+            if not GLOBALS.debug:  # a library's UserWarning on odd input is noise to a user; --debug shows it
+                warnings.simplefilter("ignore")
+            # Non-standalone click returns the code of a typer.Exit instead of raising it.
+            rc = app(args=args, prog_name="ncclscope", standalone_mode=False)
     except NcclscopeError as e:
         _say(f"ncclscope: error: {e}")
         return e.exit_code

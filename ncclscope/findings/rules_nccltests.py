@@ -65,9 +65,9 @@ def nccltests_wrong(ctx: Context) -> Iterable[Finding]:
         ev = [_ev(path, int(r["oob_line"]), r["oob_text"]) for r in o.iter_rows(named=True)]
         firsts = rows.unique("line", keep="first", maintain_order=True).head(WRONG_ROWS_CITED)
         ev += [_ev(path, int(r["line"]), r["text"]) for r in firsts.iter_rows(named=True)]
-        sizes = rows["size_bytes"].unique().sort().to_list()
+        sizes = rows["size_bytes"].drop_nulls().unique().sort().to_list()  # (a size beyond 64 bits: null)
         what = (
-            f"{len(sizes)} message size(s) from {sizes[0]:,} B with wrong elements (up to {max_wrong:,})"
+            f"{len(sizes)} message size(s) from {sizes[0]:,} B with wrong elements (up to {max_wrong or 0:,})"
             if sizes
             else "no per-size count (the table has no `#wrong` column)"
         )
@@ -117,7 +117,7 @@ def _speed(ctx: Context, path: str) -> tuple[float, str, Evidence] | None:
     """The slowest NIC port speed NCCL printed in this file (`NET/IB: [0] mlx5_0:… speed=400000`, Mb/s)."""
     k = ctx.logs.known.filter((pl.col("path") == path) & pl.col("message").str.contains("speed="))
     k = k.with_columns(m=pl.col("message").str.extract_groups(_SPEED.pattern)).unnest("m")
-    k = k.filter(pl.col("mbps").is_not_null()).with_columns(pl.col("mbps").cast(pl.Int64))
+    k = k.with_columns(pl.col("mbps").cast(pl.Int64, strict=False)).filter(pl.col("mbps").is_not_null())
     if k.is_empty():
         return None
     r = k.sort("mbps", "line").row(0, named=True)

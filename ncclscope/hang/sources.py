@@ -110,6 +110,6 @@ def coll_verdicts(coll: pl.DataFrame, mism: pl.DataFrame, hang_seen: bool) -> li
         out.append(HangVerdict(
             klass="c", group=f"comm {row['comm']}", source="nccl", op=None, seq=row["op_count"],
             culprits=minority_ranks(sig), confidence="medium", hang_evidence=hang_seen, key=str(row["comm"]),
-            reason=f"opCount {row['op_count']:#x} launched as: " + "; ".join(sorted(set(row["sigs"]))),
+            reason=f"opCount {row['op_count']:#x} launched as: " + "; ".join(sorted({str(g) for g in row["sigs"]})),
             evidence=(ev(row["path"], row["line"], row["text"]),)))
     return out

@@ -55,7 +55,9 @@ class Checked:
 
 def _scalar_text(v: object) -> str | None:
     if isinstance(v, str):
-        return v[:_MAX_TEXT]
+        v = v[:_MAX_TEXT]
+        # A pickled str may hold lone surrogates, which no UTF-8 column takes: written as U+FFFD.
+        return v if v.isascii() else v.encode("utf-8", "replace").decode("utf-8")
     if type(v) is int:
         return str(v) if v.bit_length() <= 64 else None
     if isinstance(v, (float, bool)):
@@ -80,7 +82,7 @@ def _dtypes(v: object, chk: Checked, name: str) -> str:
     if v is None:
         return ""
     if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
-        return ",".join(v)[:_MAX_TEXT]
+        return _scalar_text(",".join(v)) or ""
     chk.bad(name)
     return ""
 
@@ -140,7 +142,7 @@ def entry_row(e: dict[str, Any], path: str, rank: int, chk: Checked) -> dict[str
         "p2p_seq_id": ints["p2p_seq_id"], "op_id": ints["op_id"],
         "profiling_name": name, "op": name.split(":", 1)[-1].split(" ", 1)[0] or None,
         "is_p2p": bool(_bool(e.get("is_p2p", False), chk, "is_p2p")),
-        "state": state if isinstance(state, str) else chk.bad("state", state is not None) or None,
+        "state": _scalar_text(state) if isinstance(state, str) else chk.bad("state", state is not None) or None,
         "input_sizes": in_text, "output_sizes": out_text, "input_numel": in_numel, "output_numel": out_numel,
         "input_dtypes": _dtypes(e.get("input_dtypes"), chk, "input_dtypes"),
         "output_dtypes": _dtypes(e.get("output_dtypes"), chk, "output_dtypes"),
