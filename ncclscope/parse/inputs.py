@@ -131,12 +131,26 @@ def classify_inputs(paths: list[str]) -> Inputs:
             if path in seen:
                 continue
             seen.add(path)
-            kind = STDIN if path == STDIN else _kind(path, explicit)
+            # A name that is not UTF-8 (undecodable bytes) cannot be a column value: skipped with the rest.
+            kind = STDIN if path == STDIN else _kind(path, explicit) if path.isascii() or _utf8(path) else None
             {"log": logs, STDIN: logs, "trace": traces, "dump": dumps}.get(kind or "", skipped).append(path)
     notes: tuple[str, ...] = ()
     if skipped:
-        shown = ", ".join(os.path.basename(s) for s in skipped[:3]) + (", …" if len(skipped) > 3 else "")
-        notes = (f"skipped {len(skipped)} file(s) that are not logs, traces or dumps ({shown})",)
+        shown = ", ".join(_shown(s) for s in skipped[:3]) + (", …" if len(skipped) > 3 else "")
+        what = "are not logs, traces or dumps, or whose names are not UTF-8"
+        notes = (f"skipped {len(skipped)} file(s) that {what} ({shown})",)
     if not (logs or traces or dumps):
-        raise InputError("no log, trace or dump files found in: " + ", ".join(paths))
+        raise InputError("no log, trace or dump files found in: " + ", ".join(map(_shown, paths)))
     return Inputs(tuple(logs), tuple(traces), tuple(dumps), notes)
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(path: str) -> str:
+    return os.path.basename(path).encode("utf-8", "replace").decode("utf-8")
