@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from ncclscope.cli import app
-from ncclscope.cli.console import progress_printer, stderr_console, stdout_console
-from ncclscope.cli.options import Quiet
+from ncclscope.cli.console import SafeConsole, progress_printer, stdout_console, warn
+from ncclscope.cli.options import Quiet, tuning
 from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError
 
 
@@ -87,7 +87,7 @@ def diff(
     progress = progress_printer(not quiet)
     sessions = []
     for label, spec, trace in (("A", a, trace_a), ("B", b, trace_b)):
-        s = run(side_paths(spec), trace_paths=trace or [], progress=progress)
+        s = run(side_paths(spec), trace_paths=trace or [], progress=progress, tuning=tuning())
         if not _usable(s):
             raise InputError(f"run {label} ({spec}): no NCCL line, nccl-tests table or trace to compare")
         sessions.append(s)
@@ -102,17 +102,13 @@ def diff(
         if fmt is Format.text:  # a text file: the terminal layout without colours
             import io
 
-            from rich.console import Console
-
-            con = Console(record=True, width=160, file=io.StringIO())
+            con = SafeConsole(record=True, width=160, file=io.StringIO(), highlight=False, color_system=None)
             render.to_terminal(doc, con)
             out = con.export_text()
         if output is None:
             typer.echo(out, nl=False)
         else:
             output.write_text(out, encoding="utf-8")
-    err = stderr_console()
     for label, s in zip("AB", sessions):
-        for note in s.notes:
-            err.print(f"warning: {label}: {note}", markup=False)
+        warn([f"{label}: {note}" for note in s.notes])
     raise typer.Exit(EXIT_FINDINGS if d.relevant else EXIT_OK)
