@@ -249,7 +249,8 @@ def lightning_world(ctx: Context) -> Iterable[Finding]:
     if lw.is_empty():
         return []
     out: list[Finding] = []
-    twice = lw.group_by("rank").agg(pl.len().alias("n")).filter(pl.col("n") > 1)
+    # (a GLOBAL_RANK beyond 64 bits is null: no rank to compare)
+    twice = lw.filter(pl.col("rank").is_not_null()).group_by("rank").agg(pl.len().alias("n")).filter(pl.col("n") > 1)
     sizes = sorted({int(v) for v in lw["world_size"].drop_nulls().to_list()})
     nccl_n = int(ctx.comms.select(pl.col("nranks").max()).item() or 0) if ctx.comms.height else 0
     if twice.height:
