@@ -10,8 +10,9 @@ import typer
 
 from ncclscope.cli import app
 from ncclscope.cli.console import progress_printer, stderr_console
-from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map
+from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map, tuning
 from ncclscope.errors import EXIT_OK, InputError
+from ncclscope.report.safe_text import printable
 
 
 def _command_line(
@@ -72,12 +73,14 @@ def report(
         )
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
     progress = progress_printer(not quiet)
-    s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress)
+    s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=tuning())
     command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
     if progress:
         progress(f"{s.ranks.height} ranks, {len(s.findings)} findings; rendering the {renderer.name} report")
     if to_stdout:
-        typer.echo(render(s, renderer.name, command=command, redact=redact), nl=False)
+        text = render(s, renderer.name, command=command, redact=redact)
+        # Log text reaches a terminal inert (\uXXXX is also a valid JSON escape); HTML embeds it escaped already.
+        typer.echo(text if renderer.name == "html" else printable(text), nl=False)
     else:
         out = write_report(s, output, fmt=renderer.name, command=command, redact=redact)
         if not quiet:

@@ -73,7 +73,8 @@ def test_no_raw_escape_or_c1_reaches_the_terminal(tmp_path: Path, capsys: pytest
     log = tmp_path / "rank\x1b[31m0.log"
     log.write_text(GOOD + hostile * 3)
     for argv in (["analyze", str(log)], ["analyze", str(log), "--format", "json"],
-                 ["coverage", str(log), "--show-unknown", "5"], ["analyze", str(tmp_path / "nope\x1b[2J.log")]):
+                 ["coverage", str(log), "--show-unknown", "5"], ["analyze", str(tmp_path / "nope\x1b[2J.log")],
+                 *(["report", str(log), "-o", "-", "--format", f] for f in ("markdown", "json", "perfetto"))):
         rc, out, err = _main(argv, capsys, monkeypatch)
         assert rc in (0, 1, 2)
         assert not _RAW_CONTROL.search(out + err), (argv, out + err)
