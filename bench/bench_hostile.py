@@ -84,7 +84,7 @@ def measure(path: Path) -> tuple[int, float, float, str]:
     cmd = [sys.executable, "-m", "ncclscope", "analyze", str(path), "-q", "--format", "json"]
     timer = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
     t0 = time.monotonic()
-    p = subprocess.run(timer + cmd, capture_output=True, text=True, errors="replace")
+    p = subprocess.run(timer + cmd, check=False, capture_output=True, text=True, errors="replace")
     wall = time.monotonic() - t0
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
     rss = int(m.group(1)) / 1024 if m else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .hostile import BIG, dump, entry, trace
+from .hostile import BIG, dump, trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 MAX_LOG_LINES = 200  # a window of each seed log: the pipeline's cost is per call more than per line
@@ -28,17 +28,17 @@ HOSTILE_TEXT: list[str] = ["", "x" * 5000, "\x1b[2J\x1b]0;title\x07", "\x9b31m",
 HOSTILE_LINES: list[str] = [
     f"node-00:1:1 [0] NCCL INFO Channel 00/02 :    0 {BIG}   2",
     f"node-00:1:1 [0] NCCL INFO Trees [0] {BIG}/-1/-1->0->-1 [1] -1/-1/-1->0->{BIG}",
-    f"[rank{BIG}]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:2168] [Rank {BIG}] Watchdog caught collective "
-    f"operation timeout: WorkNCCL(SeqNum={BIG}, OpType=ALLREDUCE, NumelIn={BIG}, NumelOut=1, Timeout(ms)={BIG}) "
-    f"ran for {BIG} milliseconds before timing out.",
-    f"node-00:1:1 [0] NCCL INFO ncclCommInitRank comm 0x55 rank {BIG} nranks {BIG} cudaDev {BIG} nvmlDev 0 "
-    "busId 1000 commId 0xdead - Init COMPLETE",
-    f"node-00:1:1 [{BIG}] NCCL INFO AllReduce: opCount {'f' * 40} sendbuff 0x1 recvbuff 0x2 count {BIG} datatype 7 "
-    f"op 0 root 0 comm 0x55 [nranks={BIG}] stream 0x3",
+    (f"[rank{BIG}]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:2168] [Rank {BIG}] Watchdog caught collective "
+     f"operation timeout: WorkNCCL(SeqNum={BIG}, OpType=ALLREDUCE, NumelIn={BIG}, NumelOut=1, Timeout(ms)={BIG}) "
+     f"ran for {BIG} milliseconds before timing out."),
+    (f"node-00:1:1 [0] NCCL INFO ncclCommInitRank comm 0x55 rank {BIG} nranks {BIG} cudaDev {BIG} nvmlDev 0 "
+     "busId 1000 commId 0xdead - Init COMPLETE"),
+    (f"node-00:1:1 [{BIG}] NCCL INFO AllReduce: opCount {'f' * 40} sendbuff 0x1 recvbuff 0x2 count {BIG} "
+     f"datatype 7 op 0 root 0 comm 0x55 [nranks={BIG}] stream 0x3"),
     "node-00:1:1 [0] NCCL WARN \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b[2J \x9b31m",
     f"torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: {BIG}) local_rank: {BIG} (pid: {BIG})",
-    f"[rank0]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:1] [PG ID {BIG} PG GUID 0(default_pg) Rank 0] "
-    f"Timeout at NCCL work: {BIG}, last enqueued NCCL work: {BIG}, last completed NCCL work: {BIG}.",
+    (f"[rank0]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:1] [PG ID {BIG} PG GUID 0(default_pg) Rank 0] "
+     f"Timeout at NCCL work: {BIG}, last enqueued NCCL work: {BIG}, last completed NCCL work: {BIG}."),
     "x^" + "\x9c" * 10,
 ]
 
@@ -64,7 +64,7 @@ def seeds() -> Seeds:
         s.traces.append(doc)
     s.traces.append(trace())
     for p in sorted(SAMPLES.glob("hang/flight_gloo_torch2.13/*/nccl_trace_rank_*")):
-        s.dumps.append(pickle.loads(p.read_bytes()))  # noqa: S301 - our own committed samples
+        s.dumps.append(pickle.loads(p.read_bytes()))
     s.dumps.append(dump())
     return s
 
@@ -77,7 +77,7 @@ def _events_window(events: list[Any], n: int = 300) -> list[Any]:
 
 
 def _clone(x: Any) -> Any:
-    return pickle.loads(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL))  # noqa: S301 - our own bytes
+    return pickle.loads(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def hostile_value(r: random.Random) -> Any:

@@ -81,7 +81,7 @@ def _cli(argv: list[str], res: Result, what: str, stdin: bytes = b"") -> None:
     res.exit_codes[rc] += 1
     text = out.getvalue() + err.getvalue()
     # (log evidence may quote a Python traceback: only one of ours starts a line of stderr)
-    if rc not in (0, 1, 2) or re.search(r"^Traceback \(most recent call last\)", err.getvalue(), re.M):
+    if rc not in (0, 1, 2) or re.search(r"^Traceback \(most recent call last\)", err.getvalue(), re.MULTILINE):
         res.failures.append(f"{what}: exit {rc}: {err.getvalue().strip()[-300:]!r} argv={argv!r}")
     elif _RAW_CONTROL.search(text):
         res.failures.append(f"{what}: raw ESC/C1 on stdout/stderr argv={argv!r}")

@@ -59,10 +59,10 @@ def test_a_bug_is_one_line_and_exit_3(tmp_path: Path, capsys: pytest.CaptureFixt
     monkeypatch.setattr(ncclscope.session, "analyze", broken)
     log = tmp_path / "r.log"
     log.write_text(GOOD)
-    rc, out, err = _main(["analyze", str(log)], capsys, monkeypatch)
+    rc, _, err = _main(["analyze", str(log)], capsys, monkeypatch)
     assert rc == 3 and "Traceback" not in err
     assert err == "ncclscope hit a bug: RuntimeError: boom; rerun with --debug for the traceback\n"
-    rc, out, err = _main(["analyze", str(log), "--debug"], capsys, monkeypatch)  # after the command works too
+    rc, _, err = _main(["analyze", str(log), "--debug"], capsys, monkeypatch)  # after the command works too
     assert rc == 3 and "Traceback (most recent call last)" in err and "RuntimeError: boom" in err
 
 
