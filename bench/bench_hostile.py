@@ -22,8 +22,10 @@ import time
 import zlib
 from pathlib import Path
 
-LINE = b"node-00:4242:4250 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f00 recvbuff 0x7f00 count 1 datatype 7 " \
-       b"op 0 root 0 comm 0x55 [nranks=8] stream 0x5\n"
+LINE = (
+    b"node-00:4242:4250 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f00 recvbuff 0x7f00 count 1 datatype 7 "
+    b"op 0 root 0 comm 0x55 [nranks=8] stream 0x5\n"
+)
 EVENT = b'{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1.0, "dur": 1.0},'
 
 
@@ -48,7 +50,9 @@ def build(out: Path, big_log: bool) -> list[tuple[str, Path]]:
     cases.append(("4 GiB log bomb (.log.gz)", bomb))
     tbomb = out / "bomb_rank0.json.gz"
     if not tbomb.exists():
-        _gzip_repeated(tbomb, b'{"traceEvents": [', EVENT, 3 << 30, EVENT[:-1] + b'], "distributedInfo": {"rank": 0}}')
+        _gzip_repeated(
+            tbomb, b'{"traceEvents": [', EVENT, 3 << 30, EVENT[:-1] + b'], "distributedInfo": {"rank": 0}}'
+        )
     cases.append(("3 GiB trace bomb (.json.gz)", tbomb))
     memo = out / "memo" / "nccl_trace_rank_0"
     memo.parent.mkdir(exist_ok=True)
@@ -70,10 +74,13 @@ def _real_lines_log(path: Path, size: int) -> None:
         fh.write(init)
         written, op = len(init), 0
         while written < size:
-            chunk = b"".join(b"node-%02d:%d:%d [%d] NCCL INFO AllReduce: opCount %x sendbuff 0x7f%06x recvbuff "
-                             b"0x7f%06x count %d datatype 7 op 0 root 0 comm 0x55%04x [nranks=16] stream 0x5\n"
-                             % (r // 8, 4000 + r, 4100 + r, r % 8, op + k, k, k, 1 << (k % 20), r)
-                             for k in range(256) for r in range(16))
+            chunk = b"".join(
+                b"node-%02d:%d:%d [%d] NCCL INFO AllReduce: opCount %x sendbuff 0x7f%06x recvbuff "
+                b"0x7f%06x count %d datatype 7 op 0 root 0 comm 0x55%04x [nranks=16] stream 0x5\n"
+                % (r // 8, 4000 + r, 4100 + r, r % 8, op + k, k, k, 1 << (k % 20), r)
+                for k in range(256)
+                for r in range(16)
+            )
             fh.write(chunk)
             written += len(chunk)
             op += 256
@@ -101,7 +108,9 @@ def main() -> int:
     for name, path in build(a.out, a.big_log):
         size = sum(f.stat().st_size for f in ([path] if path.is_file() else path.iterdir()))
         rc, wall, rss, said = measure(path)
-        print(f"{name}: {size:,} bytes on disk -> exit {rc}, {wall:.1f} s, peak RSS {rss:.0f} MiB\n    {said[:300]}")
+        print(
+            f"{name}: {size:,} bytes on disk -> exit {rc}, {wall:.1f} s, peak RSS {rss:.0f} MiB\n    {said[:300]}"
+        )
         if "bomb" in name or "memo" in name:
             worst = max(worst, rss)
     print(f"largest peak RSS among the bombs: {worst:.0f} MiB (limit 1024)")

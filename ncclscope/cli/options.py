@@ -15,8 +15,10 @@ from ncclscope.tuning import DEFAULT, Tuning
 
 Paths = Annotated[
     list[str],
-    typer.Argument(help="Log files, globs, directories, .gz/.zst files, '-' for stdin; traces and dumps too.",
-                   show_default=False),
+    typer.Argument(
+        help="Log files, globs, directories, .gz/.zst files, '-' for stdin; traces and dumps too.",
+        show_default=False,
+    ),
 ]
 TraceDir = Annotated[
     list[str] | None,
@@ -61,7 +63,7 @@ def hoist_globals(argv: list[str]) -> list[str]:
         if a in _FLAGS or a.split("=", 1)[0] in _VALUED and "=" in a:
             head.append(a)
         elif a in _VALUED:
-            head += argv[i:i + 2]
+            head += argv[i : i + 2]
             i += 1
         else:
             rest.append(a)

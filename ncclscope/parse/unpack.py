@@ -108,12 +108,17 @@ class Unpacked:
         if self.bytes_out > t.max_decompressed_bytes:
             self._error = LimitError(
                 f"{self.path}: decompressed data passed {_size(t.max_decompressed_bytes)}; the rest was not read "
-                "(cap max_decompressed_bytes: --max-decompressed-bytes raises it)")
-        elif self.bytes_out > t.expansion_floor_bytes and self.bytes_out > t.max_expansion_ratio * self.bytes_in:
+                "(cap max_decompressed_bytes: --max-decompressed-bytes raises it)"
+            )
+        elif (
+            self.bytes_out > t.expansion_floor_bytes
+            and self.bytes_out > t.max_expansion_ratio * self.bytes_in
+        ):
             self._error = LimitError(
                 f"{self.path}: expands more than {t.max_expansion_ratio}x ({_size(self.bytes_out)} out of "
                 f"{_size(self.bytes_in)}), a decompression bomb?; the rest was not read "
-                "(cap max_expansion_ratio: --max-expansion-ratio raises it)")
+                "(cap max_expansion_ratio: --max-expansion-ratio raises it)"
+            )
 
     def close(self) -> None:
         close = getattr(self.raw, "close", None)
@@ -155,15 +160,19 @@ def _note_trailing(u: Unpacked, data: bytes, members: int) -> None:
         junk += len(more)
         zeros = zeros and not more.strip(b"\0")
     what = "zero padding" if zeros else "data that is not gzip"
-    u.notes.append(f"{u.path}: {'at least ' if more else ''}{junk} bytes of {what} after the last of {members} "
-                   "gzip member(s), ignored; everything before them was read")
+    u.notes.append(
+        f"{u.path}: {'at least ' if more else ''}{junk} bytes of {what} after the last of {members} "
+        "gzip member(s), ignored; everything before them was read"
+    )
 
 
 def _unzstd(u: Unpacked) -> Iterator[bytes]:
     try:
         import zstandard
     except ImportError:
-        raise InputError(f"{u.path}: reading zstd data needs the zstandard package (pip install zstandard)") from None
+        raise InputError(
+            f"{u.path}: reading zstd data needs the zstandard package (pip install zstandard)"
+        ) from None
 
     class _Counted:
         def read(self, n: int = -1, /) -> bytes:

@@ -21,24 +21,60 @@ from .hostile import BIG, dump, trace
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 MAX_LOG_LINES = 200  # a window of each seed log: the pipeline's cost is per call more than per line
 
-HOSTILE_NUMBERS: list[Any] = [BIG, -BIG, 1 << 63, -(1 << 63) - 1, 1 << 64, (1 << 63) - 1, -1, 0, 10**400,
-                              1e308, -0.0, 0.5, 2**53 + 1]
-HOSTILE_TEXT: list[str] = ["", "x" * 5000, "\x1b[2J\x1b]0;title\x07", "\x9b31m", "\u202e", "\x00\x01", "9" * 40,
-                           "\u00b2", "[0, 1, 2]", "nccl:all_reduce", "NaN", "-1", "\udcff", "{}", "é" * 100]
+HOSTILE_NUMBERS: list[Any] = [
+    BIG,
+    -BIG,
+    1 << 63,
+    -(1 << 63) - 1,
+    1 << 64,
+    (1 << 63) - 1,
+    -1,
+    0,
+    10**400,
+    1e308,
+    -0.0,
+    0.5,
+    2**53 + 1,
+]
+HOSTILE_TEXT: list[str] = [
+    "",
+    "x" * 5000,
+    "\x1b[2J\x1b]0;title\x07",
+    "\x9b31m",
+    "\u202e",
+    "\x00\x01",
+    "9" * 40,
+    "\u00b2",
+    "[0, 1, 2]",
+    "nccl:all_reduce",
+    "NaN",
+    "-1",
+    "\udcff",
+    "{}",
+    "é" * 100,
+]
 HOSTILE_LINES: list[str] = [
     f"node-00:1:1 [0] NCCL INFO Channel 00/02 :    0 {BIG}   2",
     f"node-00:1:1 [0] NCCL INFO Trees [0] {BIG}/-1/-1->0->-1 [1] -1/-1/-1->0->{BIG}",
-    (f"[rank{BIG}]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:2168] [Rank {BIG}] Watchdog caught collective "
-     f"operation timeout: WorkNCCL(SeqNum={BIG}, OpType=ALLREDUCE, NumelIn={BIG}, NumelOut=1, Timeout(ms)={BIG}) "
-     f"ran for {BIG} milliseconds before timing out."),
-    (f"node-00:1:1 [0] NCCL INFO ncclCommInitRank comm 0x55 rank {BIG} nranks {BIG} cudaDev {BIG} nvmlDev 0 "
-     "busId 1000 commId 0xdead - Init COMPLETE"),
-    (f"node-00:1:1 [{BIG}] NCCL INFO AllReduce: opCount {'f' * 40} sendbuff 0x1 recvbuff 0x2 count {BIG} "
-     f"datatype 7 op 0 root 0 comm 0x55 [nranks={BIG}] stream 0x3"),
+    (
+        f"[rank{BIG}]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:2168] [Rank {BIG}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum={BIG}, OpType=ALLREDUCE, NumelIn={BIG}, NumelOut=1, Timeout(ms)={BIG}) "
+        f"ran for {BIG} milliseconds before timing out."
+    ),
+    (
+        f"node-00:1:1 [0] NCCL INFO ncclCommInitRank comm 0x55 rank {BIG} nranks {BIG} cudaDev {BIG} nvmlDev 0 "
+        "busId 1000 commId 0xdead - Init COMPLETE"
+    ),
+    (
+        f"node-00:1:1 [{BIG}] NCCL INFO AllReduce: opCount {'f' * 40} sendbuff 0x1 recvbuff 0x2 count {BIG} "
+        f"datatype 7 op 0 root 0 comm 0x55 [nranks={BIG}] stream 0x3"
+    ),
     "node-00:1:1 [0] NCCL WARN \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b[2J \x9b31m",
     f"torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: {BIG}) local_rank: {BIG} (pid: {BIG})",
-    (f"[rank0]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:1] [PG ID {BIG} PG GUID 0(default_pg) Rank 0] "
-     f"Timeout at NCCL work: {BIG}, last enqueued NCCL work: {BIG}, last completed NCCL work: {BIG}."),
+    (
+        f"[rank0]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:1] [PG ID {BIG} PG GUID 0(default_pg) Rank 0] "
+        f"Timeout at NCCL work: {BIG}, last enqueued NCCL work: {BIG}, last completed NCCL work: {BIG}."
+    ),
     "x^" + "\x9c" * 10,
 ]
 
@@ -73,7 +109,7 @@ def _events_window(events: list[Any], n: int = 300) -> list[Any]:
     """The metadata events and a window of `n` others around the first NCCL kernel or c10d op."""
     first = next((i for i, e in enumerate(events) if "ccl" in str(e.get("name", ""))[:12]), 0)
     meta = [e for e in events[:first] if e.get("ph") == "M"]
-    return meta + events[max(0, first - n // 3): first + n]
+    return meta + events[max(0, first - n // 3) : first + n]
 
 
 def _clone(x: Any) -> Any:
@@ -91,8 +127,21 @@ def hostile_value(r: random.Random) -> Any:
         for _ in range(r.choice([2, 10, 70, 300])):  # deeper: `mutate_bytes` inserts 3,000 brackets
             deep = [deep] if r.random() < 0.7 else {"k": deep}
         return deep
-    return r.choice([None, True, False, [], {}, [1, "a", None], {"a": 1}, list(range(r.choice([3, 2000]))),
-                     (1, 2), [[BIG, 2]], ["Float", 5]])
+    return r.choice(
+        [
+            None,
+            True,
+            False,
+            [],
+            {},
+            [1, "a", None],
+            {"a": 1},
+            list(range(r.choice([3, 2000]))),
+            (1, 2),
+            [[BIG, 2]],
+            ["Float", 5],
+        ]
+    )
 
 
 def _mutate_tree(doc: Any, r: random.Random, n: int) -> Any:
@@ -134,8 +183,21 @@ def mutate_bytes(data: bytes, r: random.Random) -> bytes:
         elif op < 0.4:
             del b[pos:]
         elif op < 0.6:
-            b[pos:pos] = r.choice([b"\x00", b"\x1b[2J", b"\xff\xfe", b"\xc2\x9b", b"\n\n", b"x^", b"\x1f\x8b",
-                                   b"[" * 3000, b"\r", b"\x80\x02", str(BIG).encode()])
+            b[pos:pos] = r.choice(
+                [
+                    b"\x00",
+                    b"\x1b[2J",
+                    b"\xff\xfe",
+                    b"\xc2\x9b",
+                    b"\n\n",
+                    b"x^",
+                    b"\x1f\x8b",
+                    b"[" * 3000,
+                    b"\r",
+                    b"\x80\x02",
+                    str(BIG).encode(),
+                ]
+            )
         elif op < 0.8 and b:
             end = min(len(b), pos + r.randint(1, 400))
             b[pos:pos] = b[pos:end] * r.randint(1, 5)
@@ -165,7 +227,7 @@ def wrap(data: bytes, r: random.Random) -> tuple[bytes, str]:
 def log_input(r: random.Random) -> bytes:
     lines = list(r.choice(seeds().logs))
     start = r.randrange(max(1, len(lines) - MAX_LOG_LINES))
-    lines = lines[start:start + MAX_LOG_LINES]
+    lines = lines[start : start + MAX_LOG_LINES]
     for _ in range(r.randint(1, 5)):
         op = r.random()
         i = r.randrange(len(lines) + 1)
@@ -177,7 +239,7 @@ def log_input(r: random.Random) -> bytes:
         elif op < 0.7:
             lines.insert(i, r.choice(r.choice(seeds().logs) or [""]))
         elif op < 0.8 and lines:
-            del lines[i:i + r.randint(1, 20)]
+            del lines[i : i + r.randint(1, 20)]
     data = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
     return mutate_bytes(data, r) if r.random() < 0.5 else data
 
@@ -221,12 +283,25 @@ def argv_input(r: random.Random, paths: list[str]) -> list[str]:
     """A command line: a command, some of the given paths, options with odd values, sometimes junk."""
     cmd = r.choice(["analyze", "analyze", "coverage", "report", "rules", "diff", "nope"])
     argv = [cmd, *r.sample(paths, k=min(len(paths), r.randint(0, 3)))]
-    opts = [["--format", r.choice(["json", "text", "md", "x"])], ["--rank-map", r.choice(
-        ["a=1", "f=99999999999999999999", "f=\u00b2", "=", "a", "a=1,b=-1", ",", "a=0x1"])],
-        ["--strict"], ["-q"], ["--debug"], ["--no-color"], ["--max-expansion-ratio", r.choice(["0", "5", "x", "-1"])],
+    opts = [
+        ["--format", r.choice(["json", "text", "md", "x"])],
+        [
+            "--rank-map",
+            r.choice(["a=1", "f=99999999999999999999", "f=\u00b2", "=", "a", "a=1,b=-1", ",", "a=0x1"]),
+        ],
+        ["--strict"],
+        ["-q"],
+        ["--debug"],
+        ["--no-color"],
+        ["--max-expansion-ratio", r.choice(["0", "5", "x", "-1"])],
         ["--max-decompressed-bytes", r.choice(["1K", "16G", "x", "99999999999999999999T"])],
-        ["--trace", r.choice(paths or ["nope.json"])], ["--show-unknown", r.choice(["3", "-1", "x"])],
-        ["-o", r.choice(["-", "/nonexistent/dir/r.md", "r.txt"])], ["--version"], ["--", "-x"], ["\x1b[2J"]]
+        ["--trace", r.choice(paths or ["nope.json"])],
+        ["--show-unknown", r.choice(["3", "-1", "x"])],
+        ["-o", r.choice(["-", "/nonexistent/dir/r.md", "r.txt"])],
+        ["--version"],
+        ["--", "-x"],
+        ["\x1b[2J"],
+    ]
     for _ in range(r.randint(0, 3)):
         argv += r.choice(opts)
     return argv

@@ -61,7 +61,9 @@ def _analyze(paths: list[str], res: Result, what: str, trace_paths: tuple[str, .
         pass
     except Exception as e:  # noqa: BLE001 - what the fuzzer is looking for
         frame = traceback.extract_tb(e.__traceback__)[-1]
-        res.failures.append(f"{what}: {type(e).__name__}: {str(e)[:160]!r} at {frame.filename}:{frame.lineno}")
+        res.failures.append(
+            f"{what}: {type(e).__name__}: {str(e)[:160]!r} at {frame.filename}:{frame.lineno}"
+        )
 
 
 def _cli(argv: list[str], res: Result, what: str, stdin: bytes = b"") -> None:
@@ -81,7 +83,9 @@ def _cli(argv: list[str], res: Result, what: str, stdin: bytes = b"") -> None:
     res.exit_codes[rc] += 1
     text = out.getvalue() + err.getvalue()
     # (log evidence may quote a Python traceback: only one of ours starts a line of stderr)
-    if rc not in (0, 1, 2) or re.search(r"^Traceback \(most recent call last\)", err.getvalue(), re.MULTILINE):
+    if rc not in (0, 1, 2) or re.search(
+        r"^Traceback \(most recent call last\)", err.getvalue(), re.MULTILINE
+    ):
         res.failures.append(f"{what}: exit {rc}: {err.getvalue().strip()[-300:]!r} argv={argv!r}")
     elif _RAW_CONTROL.search(text):
         res.failures.append(f"{what}: raw ESC/C1 on stdout/stderr argv={argv!r}")
@@ -109,13 +113,22 @@ def _batch(kind: str, r: random.Random, d: Path, res: Result, what: str) -> None
         res.inputs["dumps"] += len(paths)
         _analyze(paths, res, what)
     elif kind == "mixed":  # logs, a trace and dumps of one job together: cross-input stages
-        paths = [_write(d, "rank0.log", M.log_input(r)), _write(d, "nccl_trace_rank_0", M.dump_input(r)),
-                 _write(d, "nccl_trace_rank_1", M.dump_input(r)), _write(d, "rank0.json", M.trace_input(r, 0))]
+        paths = [
+            _write(d, "rank0.log", M.log_input(r)),
+            _write(d, "nccl_trace_rank_0", M.dump_input(r)),
+            _write(d, "nccl_trace_rank_1", M.dump_input(r)),
+            _write(d, "rank0.json", M.trace_input(r, 0)),
+        ]
         res.inputs["mixed"] += len(paths)
         _cli(["analyze", *paths, "-q", "--format", r.choice(["json", "text"])], res, what)
     elif kind == "cli":
-        pool = [_write(d, "rank0.log", M.log_input(r)), _write(d, "rank1.json", M.trace_input(r, 1)),
-                _write(d, "nccl_trace_rank_2", M.dump_input(r)), "-", str(d / "missing.log")]
+        pool = [
+            _write(d, "rank0.log", M.log_input(r)),
+            _write(d, "rank1.json", M.trace_input(r, 1)),
+            _write(d, "nccl_trace_rank_2", M.dump_input(r)),
+            "-",
+            str(d / "missing.log"),
+        ]
         res.inputs["cli"] += 1
         _cli(M.argv_input(r, pool), res, what, stdin=M.log_input(r))
     else:
@@ -129,8 +142,10 @@ def _differential(r: random.Random, d: Path, res: Result, what: str) -> None:
 
     valid = M.seeds().logs[r.randrange(len(M.seeds().logs))]
     start = r.randrange(max(1, len(valid) - M.MAX_LOG_LINES))
-    lines = valid[start:start + M.MAX_LOG_LINES]
-    junk_lines = [M.mutate_bytes(r.choice(M.HOSTILE_LINES).encode(), r).replace(b"\n", b" ") for _ in range(3)]
+    lines = valid[start : start + M.MAX_LOG_LINES]
+    junk_lines = [
+        M.mutate_bytes(r.choice(M.HOSTILE_LINES).encode(), r).replace(b"\n", b" ") for _ in range(3)
+    ]
     junk = b"\n".join(j for j in junk_lines if j.strip()) + b"\n\n"
     body = ("\n".join(lines) + "\n").encode()
     before = junk if r.random() < 0.5 else b""
@@ -148,12 +163,19 @@ def _differential(r: random.Random, d: Path, res: Result, what: str) -> None:
     unknown_mixed = {n - shift for n in mixed.unknown["line"].to_list()}
     lost = sorted(known_alone & unknown_mixed)
     if lost:
-        res.failures.append(f"{what}: differential: line(s) {lost[:5]} of the valid log recognised alone, "
-                            "unknown with junk around it")
+        res.failures.append(
+            f"{what}: differential: line(s) {lost[:5]} of the valid log recognised alone, "
+            "unknown with junk around it"
+        )
 
 
-def run(n: int, seed: int, kinds: tuple[str, ...] = KINDS, progress: Callable[[str], None] | None = None,
-        deadline: float | None = None) -> Result:
+def run(
+    n: int,
+    seed: int,
+    kinds: tuple[str, ...] = KINDS,
+    progress: Callable[[str], None] | None = None,
+    deadline: float | None = None,
+) -> Result:
     """About `n` inputs, batch after batch (each batch's random generator seeded by (seed, index))."""
     import warnings
 
@@ -198,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         from multiprocessing import Pool
 
         with Pool(a.workers) as pool:
-            parts = pool.map(_worker, [(a.n // a.workers, a.seed * 1000 + w, kinds) for w in range(a.workers)])
+            parts = pool.map(
+                _worker, [(a.n // a.workers, a.seed * 1000 + w, kinds) for w in range(a.workers)]
+            )
         res = Result()
         for p in parts:
             res.merge(p)
@@ -206,8 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         res = run(a.n, a.seed, kinds, progress=lambda m: print(m, file=sys.stderr, flush=True))
     total = sum(res.inputs.values())
     outside = sum(v for k, v in res.exit_codes.items() if k not in (0, 1, 2))
-    print(f"inputs: {total} ({', '.join(f'{k} {v}' for k, v in sorted(res.inputs.items()))}) "
-          f"in {time.monotonic() - t0:.0f} s")
+    print(
+        f"inputs: {total} ({', '.join(f'{k} {v}' for k, v in sorted(res.inputs.items()))}) "
+        f"in {time.monotonic() - t0:.0f} s"
+    )
     print(f"CLI exit codes: {dict(sorted(res.exit_codes.items()))}; outside 0/1/2: {outside}")
     print(f"failures (tracebacks, bad exit codes, raw control bytes, differential): {len(res.failures)}")
     for f in res.failures[:50]:

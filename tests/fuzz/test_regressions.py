@@ -19,8 +19,12 @@ from .hostile import CASES, GOOD
 _RAW_CONTROL = re.compile("[\x1b\x80-\x9f]")
 
 
-def _main(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-          stdin: bytes | None = None) -> tuple[int, str, str]:
+def _main(
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stdin: bytes | None = None,
+) -> tuple[int, str, str]:
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
     rc = main(argv)
@@ -29,8 +33,9 @@ def _main(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pyte
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_escape_is_closed(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_escape_is_closed(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     argv, stdin, words = CASES[name](tmp_path)
     rc, out, err = _main([*argv, "-q"], capsys, monkeypatch, stdin)
     assert "Traceback" not in out + err and "hit a bug" not in err, err
@@ -49,8 +54,9 @@ def test_findings_frame_with_a_rank_beyond_int64(samples_dir: Path) -> None:
     assert frame["ranks"].to_list() == [[None, 3]]
 
 
-def test_a_bug_is_one_line_and_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bug_is_one_line_and_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import ncclscope.session
 
     def broken(*_: object, **__: object) -> None:
@@ -66,23 +72,33 @@ def test_a_bug_is_one_line_and_exit_3(tmp_path: Path, capsys: pytest.CaptureFixt
     assert rc == 3 and "Traceback (most recent call last)" in err and "RuntimeError: boom" in err
 
 
-def test_no_raw_escape_or_c1_reaches_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    hostile = ("node-00:100:100 [0] NCCL WARN \x1b]0;set-title\x07 \x1b[2J clear \x1b]8;;http://x\x1b\\link"
-               "\x1b]8;;\x1b\\ \x9b31m C1-CSI \u202edesrever\n")
+def test_no_raw_escape_or_c1_reaches_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hostile = (
+        "node-00:100:100 [0] NCCL WARN \x1b]0;set-title\x07 \x1b[2J clear \x1b]8;;http://x\x1b\\link"
+        "\x1b]8;;\x1b\\ \x9b31m C1-CSI \u202edesrever\n"
+    )
     log = tmp_path / "rank\x1b[31m0.log"
     log.write_text(GOOD + hostile * 3)
-    for argv in (["analyze", str(log)], ["analyze", str(log), "--format", "json"],
-                 ["coverage", str(log), "--show-unknown", "5"], ["analyze", str(tmp_path / "nope\x1b[2J.log")],
-                 *(["report", str(log), "-o", "-", "--format", f] for f in ("markdown", "json", "perfetto"))):
+    for argv in (
+        ["analyze", str(log)],
+        ["analyze", str(log), "--format", "json"],
+        ["coverage", str(log), "--show-unknown", "5"],
+        ["analyze", str(tmp_path / "nope\x1b[2J.log")],
+        *(["report", str(log), "-o", "-", "--format", f] for f in ("markdown", "json", "perfetto")),
+    ):
         rc, out, err = _main(argv, capsys, monkeypatch)
         assert rc in (0, 1, 2)
         assert not _RAW_CONTROL.search(out + err), (argv, out + err)
-    assert "\\u001b]0;set-title" in _main(["coverage", str(log), "--show-unknown", "5"], capsys, monkeypatch)[1]
+    assert (
+        "\\u001b]0;set-title" in _main(["coverage", str(log), "--show-unknown", "5"], capsys, monkeypatch)[1]
+    )
 
 
-def test_no_color_and_NO_COLOR(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_color_and_NO_COLOR(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = tmp_path / "r.log"
     log.write_text(GOOD + "node-00:100:100 [0] misc/socket.cc:50 NCCL WARN socket error\n")
     monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal as far as Rich can tell

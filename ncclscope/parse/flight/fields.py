@@ -49,8 +49,10 @@ class Checked:
         return out
 
     def notes(self) -> list[str]:
-        return [f"{self.path}: {n} value(s) of `{name}` of the wrong type or out of range, read as unknown"
-                for name, n in sorted(self.dropped.items())]
+        return [
+            f"{self.path}: {n} value(s) of `{name}` of the wrong type or out of range, read as unknown"
+            for name, n in sorted(self.dropped.items())
+        ]
 
 
 def _scalar_text(v: object) -> str | None:
@@ -69,7 +71,11 @@ def _shape_text(v: object, chk: Checked, name: str) -> tuple[str | None, int | N
     """(`[[8, 4], [3]]` as printed, total elements) of a list of tensor shapes; (None, None) otherwise."""
     if v is None:
         return None, None
-    shapes = [[int_in(d, 0) for d in s] for s in v if isinstance(s, (list, tuple))] if isinstance(v, (list, tuple)) else []
+    shapes = (
+        [[int_in(d, 0) for d in s] for s in v if isinstance(s, (list, tuple))]
+        if isinstance(v, (list, tuple))
+        else []
+    )
     if not isinstance(v, (list, tuple)) or len(shapes) != len(v) or any(d is None for s in shapes for d in s):
         chk.bad(name)
         return None, None
@@ -129,26 +135,51 @@ def entry_row(e: dict[str, Any], path: str, rank: int, chk: Checked) -> dict[str
     in_text, in_numel = _shape_text(e.get("input_sizes"), chk, "input_sizes")
     out_text, out_numel = _shape_text(e.get("output_sizes"), chk, "output_sizes")
     duration = e.get("duration_ms")
-    if duration is not None and not (type(duration) in (int, float) and math.isfinite(duration)
-                                     and abs(duration) < 1e300):
+    if duration is not None and not (
+        type(duration) in (int, float) and math.isfinite(duration) and abs(duration) < 1e300
+    ):
         duration = chk.bad("duration_ms") or None
-    ints = {k: chk.int(e.get(k), k) for k in ("record_id", "pg_id", "p2p_seq_id", "op_id", "time_created_ns",
-                                              "time_discovered_started_ns", "time_discovered_completed_ns",
-                                              "timeout_ms")}
+    ints = {
+        k: chk.int(e.get(k), k)
+        for k in (
+            "record_id",
+            "pg_id",
+            "p2p_seq_id",
+            "op_id",
+            "time_created_ns",
+            "time_discovered_started_ns",
+            "time_discovered_completed_ns",
+            "timeout_ms",
+        )
+    }
     return {
-        "path": path, "rank": rank, "record_id": ints["record_id"], "pg_id": ints["pg_id"],
-        "pg_name": pg_name, "pg_desc": pg_desc,
+        "path": path,
+        "rank": rank,
+        "record_id": ints["record_id"],
+        "pg_id": ints["pg_id"],
+        "pg_name": pg_name,
+        "pg_desc": pg_desc,
         "collective_seq_id": chk.int(e.get("collective_seq_id", e.get("seq_id")), "collective_seq_id"),
-        "p2p_seq_id": ints["p2p_seq_id"], "op_id": ints["op_id"],
-        "profiling_name": name, "op": name.split(":", 1)[-1].split(" ", 1)[0] or None,
+        "p2p_seq_id": ints["p2p_seq_id"],
+        "op_id": ints["op_id"],
+        "profiling_name": name,
+        "op": name.split(":", 1)[-1].split(" ", 1)[0] or None,
         "is_p2p": bool(_bool(e.get("is_p2p", False), chk, "is_p2p")),
-        "state": _scalar_text(state) if isinstance(state, str) else chk.bad("state", state is not None) or None,
-        "input_sizes": in_text, "output_sizes": out_text, "input_numel": in_numel, "output_numel": out_numel,
+        "state": _scalar_text(state)
+        if isinstance(state, str)
+        else chk.bad("state", state is not None) or None,
+        "input_sizes": in_text,
+        "output_sizes": out_text,
+        "input_numel": in_numel,
+        "output_numel": out_numel,
         "input_dtypes": _dtypes(e.get("input_dtypes"), chk, "input_dtypes"),
         "output_dtypes": _dtypes(e.get("output_dtypes"), chk, "output_dtypes"),
-        "time_created_ns": ints["time_created_ns"], "time_started_ns": ints["time_discovered_started_ns"] or None,
-        "time_completed_ns": ints["time_discovered_completed_ns"] or None, "duration_ms": duration,
-        "timeout_ms": ints["timeout_ms"], "retired": _bool(e.get("retired"), chk, "retired"),
+        "time_created_ns": ints["time_created_ns"],
+        "time_started_ns": ints["time_discovered_started_ns"] or None,
+        "time_completed_ns": ints["time_discovered_completed_ns"] or None,
+        "duration_ms": duration,
+        "timeout_ms": ints["timeout_ms"],
+        "retired": _bool(e.get("retired"), chk, "retired"),
         "frame": _frame(e.get("frames"), chk),
     }
 
@@ -159,10 +190,14 @@ def status_rows(pg_status: object, path: str, rank: int, chk: Checked) -> Iterat
         return
     for pg_id, st in pg_status.items():
         if isinstance(st, dict):
-            yield {"path": path, "rank": rank, "pg_id": chk.int(pg_id, "pg_status"),
-                   "last_enqueued": chk.int(st.get("last_enqueued_collective"), "last_enqueued_collective"),
-                   "last_started": chk.int(st.get("last_started_collective"), "last_started_collective"),
-                   "last_completed": chk.int(st.get("last_completed_collective"), "last_completed_collective")}
+            yield {
+                "path": path,
+                "rank": rank,
+                "pg_id": chk.int(pg_id, "pg_status"),
+                "last_enqueued": chk.int(st.get("last_enqueued_collective"), "last_enqueued_collective"),
+                "last_started": chk.int(st.get("last_started_collective"), "last_started_collective"),
+                "last_completed": chk.int(st.get("last_completed_collective"), "last_completed_collective"),
+            }
         else:
             chk.bad("pg_status")
 
@@ -175,8 +210,17 @@ def group_rows(pg_config: object, path: str, rank: int, chk: Checked) -> Iterato
         if not isinstance(g, dict):
             continue  # a gloo PG in torch 2.13 records its ranks under an empty name; keep it
         raw = g.get("ranks", "")
-        text = _scalar_text(raw) if not isinstance(raw, (list, tuple)) else ",".join(
-            str(x) for x in raw if int_in(x, 0, RANK_MAX) is not None)
+        text = (
+            _scalar_text(raw)
+            if not isinstance(raw, (list, tuple))
+            else ",".join(str(x) for x in raw if int_in(x, 0, RANK_MAX) is not None)
+        )
         ranks = [int(x) for x in re.findall(r"\d+", text or "") if len(x) <= 10 and int(x) <= RANK_MAX]
-        yield {"path": path, "rank": rank, "pg_name": chk.text(g.get("name", name), "pg_config"),
-               "pg_desc": chk.text(g.get("desc"), "pg_config"), "ranks": ranks, "size": len(ranks)}
+        yield {
+            "path": path,
+            "rank": rank,
+            "pg_name": chk.text(g.get("name", name), "pg_config"),
+            "pg_desc": chk.text(g.get("desc"), "pg_config"),
+            "ranks": ranks,
+            "size": len(ranks),
+        }

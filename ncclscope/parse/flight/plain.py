@@ -24,18 +24,62 @@ _PLAIN = (dict, list, tuple, set, frozenset, str, bytes, bytearray, int, float, 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
 # Opcodes that import, call or reach outside the stream: refused (the C unpickler would also stop at
 # find_class/persistent_load, which refuse too; this names the opcode first).
-_REFUSED = frozenset({"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "BUILD",
-                      "EXT1", "EXT2", "EXT4", "PERSID", "BINPERSID", "NEXT_BUFFER", "READONLY_BUFFER"})
+_REFUSED = frozenset(
+    {
+        "GLOBAL",
+        "STACK_GLOBAL",
+        "INST",
+        "OBJ",
+        "REDUCE",
+        "NEWOBJ",
+        "NEWOBJ_EX",
+        "BUILD",
+        "EXT1",
+        "EXT2",
+        "EXT4",
+        "PERSID",
+        "BINPERSID",
+        "NEXT_BUFFER",
+        "READONLY_BUFFER",
+    }
+)
 _PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _GETS = frozenset({"GET", "BINGET", "LONG_BINGET"})
-_NO_OBJECT = frozenset({"MARK", "STOP", "POP", "POP_MARK", "PROTO", "FRAME", "APPEND", "APPENDS", "SETITEM",
-                        "SETITEMS", "ADDITEMS", "MEMOIZE", *_PUTS})
+_NO_OBJECT = frozenset(
+    {
+        "MARK",
+        "STOP",
+        "POP",
+        "POP_MARK",
+        "PROTO",
+        "FRAME",
+        "APPEND",
+        "APPENDS",
+        "SETITEM",
+        "SETITEMS",
+        "ADDITEMS",
+        "MEMOIZE",
+        *_PUTS,
+    }
+)
 # code byte -> (name, argument bytes: >= 0 fixed, -1 up to a newline, -N: the length in the next N bytes)
-_LENGTH_BYTES = {pickletools.TAKEN_FROM_ARGUMENT1: -1, pickletools.TAKEN_FROM_ARGUMENT4: -4,
-                 pickletools.TAKEN_FROM_ARGUMENT4U: -4, pickletools.TAKEN_FROM_ARGUMENT8U: -8}
+_LENGTH_BYTES = {
+    pickletools.TAKEN_FROM_ARGUMENT1: -1,
+    pickletools.TAKEN_FROM_ARGUMENT4: -4,
+    pickletools.TAKEN_FROM_ARGUMENT4U: -4,
+    pickletools.TAKEN_FROM_ARGUMENT8U: -8,
+}
 _OPS: dict[int, tuple[str, int]] = {
-    ord(op.code): (op.name, 0 if op.arg is None else op.arg.n if op.arg.n >= 0
-                   else -100 if op.arg.n == pickletools.UP_TO_NEWLINE else _LENGTH_BYTES[op.arg.n] - 100)
+    ord(op.code): (
+        op.name,
+        0
+        if op.arg is None
+        else op.arg.n
+        if op.arg.n >= 0
+        else -100
+        if op.arg.n == pickletools.UP_TO_NEWLINE
+        else _LENGTH_BYTES[op.arg.n] - 100,
+    )
     for op in pickletools.opcodes
 }
 
@@ -91,12 +135,12 @@ def scan(data: bytes, path: str, tuning: Tuning = DEFAULT) -> None:
             arg, pos = data[pos:nl], nl + 1
         elif n < 0:  # the argument's length comes first
             k = -n - 100
-            size = int.from_bytes(data[pos:pos + k], "little", signed=name in ("BINSTRING", "LONG4"))
+            size = int.from_bytes(data[pos : pos + k], "little", signed=name in ("BINSTRING", "LONG4"))
             if size < 0 or pos + k + size > end:
                 raise ValueError(f"{name} at {pos - 1} claims {size} bytes past the end of the pickle")
             arg, pos = b"", pos + k + size
         else:
-            arg, pos = data[pos:pos + n], pos + n
+            arg, pos = data[pos : pos + n], pos + n
             if pos > end:
                 raise ValueError("pickle data was truncated")
         if name in _PUTS or name in _GETS:
@@ -104,8 +148,10 @@ def scan(data: bytes, path: str, tuning: Tuning = DEFAULT) -> None:
                 raise ValueError(f"{name} at {pos} has no memo index")
             idx = int(arg) if n == -100 else int.from_bytes(arg, "little")
             if idx >= tuning.max_pickle_memo or (name in _PUTS and idx > puts):
-                raise LimitError(f"{path}: {name} asks for memo slot {idx} with {puts} stored "
-                                 f"(cap max_pickle_memo {tuning.max_pickle_memo}): refused")
+                raise LimitError(
+                    f"{path}: {name} asks for memo slot {idx} with {puts} stored "
+                    f"(cap max_pickle_memo {tuning.max_pickle_memo}): refused"
+                )
             puts += name in _PUTS
         elif name == "MEMOIZE":
             puts += 1
@@ -116,20 +162,25 @@ def scan(data: bytes, path: str, tuning: Tuning = DEFAULT) -> None:
         if name not in _NO_OBJECT:
             objects += 1
             if objects > tuning.max_pickle_objects:
-                raise LimitError(f"{path}: more than {tuning.max_pickle_objects} objects "
-                                 "(cap max_pickle_objects): refused")
+                raise LimitError(
+                    f"{path}: more than {tuning.max_pickle_objects} objects (cap max_pickle_objects): refused"
+                )
     raise ValueError("pickle data was truncated (no STOP)")
 
 
 def _refuse(data: bytes, pos: int, name: str, path: str) -> None:
     if name == "GLOBAL":  # the only one whose target is in its argument: name it, as find_class would
-        module, _, rest = data[pos + 1:pos + 400].partition(b"\n")
+        module, _, rest = data[pos + 1 : pos + 400].partition(b"\n")
         attr = rest.partition(b"\n")[0]
         target = f"{module.decode('ascii', 'replace')}.{attr.decode('ascii', 'replace')}"
-        raise UnsafePickleError(f"{path}: refused to load a Flight Recorder dump that references {target} "
-                                "(only plain containers and scalars are accepted; nothing was executed)")
-    raise UnsafePickleError(f"{path}: refused a Flight Recorder dump with a {name} opcode at byte {pos} (only "
-                            "plain containers and scalars are accepted; nothing was executed)")
+        raise UnsafePickleError(
+            f"{path}: refused to load a Flight Recorder dump that references {target} "
+            "(only plain containers and scalars are accepted; nothing was executed)"
+        )
+    raise UnsafePickleError(
+        f"{path}: refused a Flight Recorder dump with a {name} opcode at byte {pos} (only "
+        "plain containers and scalars are accepted; nothing was executed)"
+    )
 
 
 def check_plain(obj: Any, path: str, tuning: Tuning = DEFAULT) -> None:
@@ -156,8 +207,10 @@ def check_plain(obj: Any, path: str, tuning: Tuning = DEFAULT) -> None:
         if id(o) in busy:
             raise LimitError(f"{path}: a container holds itself (a reference cycle): refused")
         if len(kids) > tuning.max_pickle_items:
-            raise LimitError(f"{path}: a container of {len(kids)} items (cap max_pickle_items "
-                             f"{tuning.max_pickle_items}): refused")
+            raise LimitError(
+                f"{path}: a container of {len(kids)} items (cap max_pickle_items "
+                f"{tuning.max_pickle_items}): refused"
+            )
         if len(busy) >= tuning.max_json_depth:
             _caps(path, tuning, len(busy) + 1, 0)
         busy.add(id(o))
@@ -167,8 +220,11 @@ def check_plain(obj: Any, path: str, tuning: Tuning = DEFAULT) -> None:
 
 def _caps(path: str, tuning: Tuning, depth: int, count: int) -> None:
     if depth > tuning.max_json_depth:
-        raise LimitError(f"{path}: nested more than {tuning.max_json_depth} levels deep "
-                         "(cap max_json_depth): refused")
+        raise LimitError(
+            f"{path}: nested more than {tuning.max_json_depth} levels deep (cap max_json_depth): refused"
+        )
     if count > tuning.max_pickle_objects:
-        raise LimitError(f"{path}: more than {tuning.max_pickle_objects} objects once shared references are "
-                         "counted (cap max_pickle_objects): refused")
+        raise LimitError(
+            f"{path}: more than {tuning.max_pickle_objects} objects once shared references are "
+            "counted (cap max_pickle_objects): refused"
+        )

@@ -48,8 +48,10 @@ def _decode(data: bytes, path: str, tuning: Tuning) -> tuple[dict[str, Any], str
         try:
             obj = json.loads(data.decode("utf-8", errors="replace"))
         except RecursionError:
-            raise LimitError(f"{path}: JSON nested deeper than the decoder allows (cap max_json_depth "
-                             f"{tuning.max_json_depth})") from None
+            raise LimitError(
+                f"{path}: JSON nested deeper than the decoder allows (cap max_json_depth "
+                f"{tuning.max_json_depth})"
+            ) from None
         check_plain(obj, path, tuning)  # the depth cap (JSON has no shared references or cycles)
         fmt = "json"
     else:
@@ -106,16 +108,33 @@ def read_flight(paths: Sequence[str], *, tuning: Tuning = DEFAULT) -> FlightFram
             chk.bad("entries", raw is not None)
             raw = []
         if rank is None:
-            notes.append(f"{path}: no rank number at the end of the file name; its {len(raw)} entries are left "
-                         "out of the cross-rank comparison")
+            notes.append(
+                f"{path}: no rank number at the end of the file name; its {len(raw)} entries are left "
+                "out of the cross-rank comparison"
+            )
         else:
-            entries.extend(entry_row(e, path, rank, chk) for e in raw if isinstance(e, dict) or chk.bad("entry"))
+            entries.extend(
+                entry_row(e, path, rank, chk) for e in raw if isinstance(e, dict) or chk.bad("entry")
+            )
             status.extend(status_rows(d.get("pg_status"), path, rank, chk))
             groups.extend(group_rows(d.get("pg_config"), path, rank, chk))
-        dumps.append({"path": path, "rank": rank, "format": fmt, "version": chk.text(d.get("version"), "version"),
-                      "comm_lib_version": chk.text(d.get("comm_lib_version", d.get("nccl_version")),
-                                                   "comm_lib_version"), "entries": len(raw)})
+        dumps.append(
+            {
+                "path": path,
+                "rank": rank,
+                "format": fmt,
+                "version": chk.text(d.get("version"), "version"),
+                "comm_lib_version": chk.text(
+                    d.get("comm_lib_version", d.get("nccl_version")), "comm_lib_version"
+                ),
+                "entries": len(raw),
+            }
+        )
         notes += chk.notes()
-    return FlightFrames(entries=_frame_of(entries, S.FLIGHT_ENTRIES), status=_frame_of(status, S.FLIGHT_STATUS),
-                        groups=_frame_of(groups, S.FLIGHT_GROUPS), dumps=_frame_of(dumps, S.FLIGHT_DUMPS),
-                        notes=tuple(notes))
+    return FlightFrames(
+        entries=_frame_of(entries, S.FLIGHT_ENTRIES),
+        status=_frame_of(status, S.FLIGHT_STATUS),
+        groups=_frame_of(groups, S.FLIGHT_GROUPS),
+        dumps=_frame_of(dumps, S.FLIGHT_DUMPS),
+        notes=tuple(notes),
+    )

@@ -28,7 +28,9 @@ def depth(v: object, limit: int) -> int:
 class Header:
     """A trace's header facts, each of the type later stages read."""
 
-    distributed: dict[str, Any] = field(default_factory=dict)  # rank, world_size, backend, nccl_version, pg_config
+    distributed: dict[str, Any] = field(
+        default_factory=dict
+    )  # rank, world_size, backend, nccl_version, pg_config
     devices: list[dict[str, Any]] = field(default_factory=list)  # name
     base_ns: int | None = None
     host: str | None = None
@@ -41,9 +43,13 @@ def _text(v: object) -> str | None:
 
 
 def _pg(c: dict[str, Any]) -> dict[str, Any]:
-    return {"pg_name": _text(c.get("pg_name")), "pg_desc": _text(c.get("pg_desc", c.get("uid"))),
-            "backend_config": _text(c.get("backend_config")), "pg_size": int_in(c.get("pg_size"), 0, RANK_MAX),
-            "ranks": _text(c.get("ranks"))}
+    return {
+        "pg_name": _text(c.get("pg_name")),
+        "pg_desc": _text(c.get("pg_desc", c.get("uid"))),
+        "backend_config": _text(c.get("backend_config")),
+        "pg_size": int_in(c.get("pg_size"), 0, RANK_MAX),
+        "ranks": _text(c.get("ranks")),
+    }
 
 
 def header(path: str, dist: object, devices: object, base_ns: object, host: object, max_depth: int) -> Header:
@@ -62,8 +68,11 @@ def header(path: str, dist: object, devices: object, base_ns: object, host: obje
     elif dist is not None:
         drop("distributedInfo", f"is a {type(dist).__name__}, not an object")
     if isinstance(devices, list):
-        h.devices = [{"name": d.get("name") if isinstance(d.get("name"), str) else None}
-                     for d in devices if isinstance(d, dict)]
+        h.devices = [
+            {"name": d.get("name") if isinstance(d.get("name"), str) else None}
+            for d in devices
+            if isinstance(d, dict)
+        ]
     elif devices is not None:
         drop("deviceProperties", f"is a {type(devices).__name__}, not a list")
     h.base_ns = int_in(base_ns, -INT64_MAX, INT64_MAX)
