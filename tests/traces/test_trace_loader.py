@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -130,3 +131,46 @@ def test_int_and_float_ts_agree(tmp_path: Path) -> None:
     f = read_traces([_write(tmp_path / "rank0.json", t)]).collectives
     i = read_traces([str(min(DLRM.glob("*.json.gz")))]).collectives
     assert (f["start_us"] - i["start_us"]).abs().max() == pytest.approx(0.25, abs=0.01)
+
+
+# --- hostile traces (issue 12): checked where they enter, skipped with a note while another reads -------
+
+def _tiny(rank: object = 0, **top: object) -> dict[str, object]:
+    kernel = {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", "ts": 3.0,
+              "dur": 10.0, "tid": 7, "args": {"External id": 3, "correlation": 9, "Seq": 1}}
+    return {"traceEvents": [kernel], "distributedInfo": {"rank": rank, "world_size": 2}, **top}
+
+
+def test_header_values_of_the_wrong_type_are_unknown_with_a_note(tmp_path: Path) -> None:
+    p = _write(tmp_path / "rank0.json", _tiny(world_size=1, baseTimeNanoseconds=1 << 70, deviceProperties=[1, "x"],
+                                               host_name=5, distributedInfo={"rank": 0, "world_size": "2",
+                                                                             "pg_config": {"a": 1}}))
+    t = read_traces([p])
+    row = t.ranks.row(0, named=True)
+    assert row["base_ns"] is None and row["host"] is None and row["world_size"] is None and row["n_gpus"] == 0
+    notes = " ".join(t.notes)
+    for field in ("baseTimeNanoseconds", "host_name", "distributedInfo.world_size", "distributedInfo.pg_config"):
+        assert field in notes
+
+
+def test_an_unusable_trace_is_skipped_while_another_reads(tmp_path: Path) -> None:
+    good = _write(tmp_path / "rank0.json", _tiny(0))
+    bad = tmp_path / "rank1.json"
+    bad.write_bytes(b'{"traceEvents": [' + b"[" * 5000)
+    t = read_traces([good, str(bad)])
+    assert t.ranks["rank"].to_list() == [0]
+    assert any(n.startswith("trace skipped:") and "rank1.json" in n for n in t.notes)
+
+
+def test_zstd_and_capped_gzip_traces(tmp_path: Path) -> None:
+    from ncclscope.tuning import Tuning
+
+    zstd = pytest.importorskip("zstandard")
+    body = json.dumps(_tiny(0)).encode()
+    z = tmp_path / "rank0.json.zst"
+    z.write_bytes(zstd.ZstdCompressor().compress(body))
+    assert read_traces([str(z)]).collectives.height == 1
+    g = tmp_path / "rank1.json.gz"
+    g.write_bytes(gzip.compress(body))
+    with pytest.raises(TraceError, match="max_decompressed_bytes"):
+        read_traces([str(g)], tuning=Tuning(max_decompressed_bytes=100))

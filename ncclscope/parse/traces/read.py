@@ -29,7 +29,7 @@ from ncclscope.parse.traces.workers import decoded
 from ncclscope.tuning import DEFAULT, Tuning
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
-_SUFFIXES = (".json", ".json.gz")
+_SUFFIXES = (".json", ".json.gz", ".json.zst")
 # Before 2024 Kineto wrote absolute epoch µs; later files are relative to baseTimeNanoseconds.
 _EPOCH_US_2001 = 1.0e15
 
