@@ -91,10 +91,11 @@ def _cli(argv: list[str], res: Result, what: str, stdin: bytes = b"") -> None:
         res.failures.append(f"{what}: raw ESC/C1 on stdout/stderr argv={argv!r}")
 
 
-def _batch(kind: str, r: random.Random, d: Path, res: Result, what: str) -> None:
+def _batch(kind: str, r: random.Random, d: Path, res: Result, what: str, scale: int = 1) -> None:
+    """One batch of `kind`; `scale` multiplies the files of a library batch (its cost is mostly per call)."""
     if kind == "logs":
         paths = []
-        for i in range(8):
+        for i in range(8 * scale):
             data, suffix = M.wrap(M.log_input(r), r)
             paths.append(_write(d, f"rank{i}.log{suffix}", data))
         res.inputs["logs"] += len(paths)
@@ -103,13 +104,13 @@ def _batch(kind: str, r: random.Random, d: Path, res: Result, what: str) -> None
             _cli(["analyze", *paths, "-q"], res, what + " (cli)")
     elif kind == "traces":
         paths = []
-        for i in range(3):
+        for i in range(3 * scale):
             data, suffix = M.wrap(M.trace_input(r, i), r)
             paths.append(_write(d, f"rank{i}.json{suffix}", data))
         res.inputs["traces"] += len(paths)
         _analyze([], res, what, trace_paths=tuple(paths))
     elif kind == "dumps":
-        paths = [_write(d, f"nccl_trace_rank_{i}", M.dump_input(r)) for i in range(4)]
+        paths = [_write(d, f"nccl_trace_rank_{i}", M.dump_input(r)) for i in range(4 * scale)]
         res.inputs["dumps"] += len(paths)
         _analyze(paths, res, what)
     elif kind == "mixed":  # logs, a trace and dumps of one job together: cross-input stages
@@ -175,6 +176,7 @@ def run(
     kinds: tuple[str, ...] = KINDS,
     progress: Callable[[str], None] | None = None,
     deadline: float | None = None,
+    scale: int = 1,
 ) -> Result:
     """About `n` inputs, batch after batch (each batch's random generator seeded by (seed, index))."""
     import warnings
@@ -193,7 +195,7 @@ def run(
                 d.mkdir(exist_ok=True)
                 for f in d.iterdir():
                     f.unlink()
-                _batch(kind, r, d, res, f"{kind} seed={seed}:{i}")
+                _batch(kind, r, d, res, f"{kind} seed={seed}:{i}", scale)
                 i += 1
                 if progress and i % 200 == 0:
                     progress(f"{sum(res.inputs.values())} inputs, {len(res.failures)} failures")
@@ -202,9 +204,9 @@ def run(
     return res
 
 
-def _worker(args: tuple[int, int, tuple[str, ...]]) -> Result:
-    n, seed, kinds = args
-    return run(n, seed, kinds)
+def _worker(args: tuple[int, int, tuple[str, ...], int]) -> Result:
+    n, seed, kinds, scale = args
+    return run(n, seed, kinds, scale=scale)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=2000, help="inputs in all (default 2000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1, help="processes, each with its own seeds")
-    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated, cycled batch by batch")
+    ap.add_argument(
+        "--scale", type=int, default=1, help="files per library batch times this (8 logs, 3 traces, 4 dumps)"
+    )
     a = ap.parse_args(argv)
     kinds = tuple(a.kinds.split(","))
     t0 = time.monotonic()
@@ -221,13 +226,13 @@ def main(argv: list[str] | None = None) -> int:
 
         with Pool(a.workers) as pool:
             parts = pool.map(
-                _worker, [(a.n // a.workers, a.seed * 1000 + w, kinds) for w in range(a.workers)]
+                _worker, [(a.n // a.workers, a.seed * 1000 + w, kinds, a.scale) for w in range(a.workers)]
             )
         res = Result()
         for p in parts:
             res.merge(p)
     else:
-        res = run(a.n, a.seed, kinds, progress=lambda m: print(m, file=sys.stderr, flush=True))
+        res = run(a.n, a.seed, kinds, progress=lambda m: print(m, file=sys.stderr, flush=True), scale=a.scale)
     total = sum(res.inputs.values())
     outside = sum(v for k, v in res.exit_codes.items() if k not in (0, 1, 2))
     print(
