@@ -7,6 +7,11 @@ comm 0x… [nranks=64] stream 0x…`. One file per rank (`nccl.<host>.<pid>.log`
 would name it) or one interleaved file (`--combined`). `--stall RANK:OPCOUNT` makes a rank stop after
 that op count (a hang); `--torch` appends PyTorch watchdog lines for stalled jobs.
 
+`--buffers` picks how send/recv buffers vary, as real jobs use them (the size and op of opCount k are the
+same on every rank, so no collective mismatches): `rank` one buffer per rank; `pool` a caching allocator's
+pool (FSDP/ZeRO): each line takes one of 64 buffers per rank and one of 24 sizes; `line` a new buffer on
+every line.
+
     python bench/gen_logs.py --ranks 64 --coll 20000 --out bench/out/r64
 """
 
@@ -31,6 +36,8 @@ class Rank:
         self.comm = f"0x55{rng.getrandbits(40):010x}"
         self.stream = f"0x55{rng.getrandbits(40):010x}"
         self.buf = f"0x7f{rng.getrandbits(40):010x}"
+        self.pool = [f"0x7f{rng.getrandbits(40):010x}" for _ in range(64)]
+        self.rng = random.Random(rng.getrandbits(32))  # per rank: buffers differ across ranks
         self.ip = f"10.1.{self.node // 250}.{self.node % 250 + 1}"
 
     def p(self, tid: int | None = None) -> str:
@@ -78,11 +85,29 @@ def init_lines(r: Rank, gpn: int, comm_id: str, nchannels: int = 2) -> Iterator[
                 f"busId {0x1b000 + r.dev * 0x1000:x} commId {comm_id} - Init COMPLETE")
 
 
-def coll_line(r: Rank, op_count: int, rng: random.Random) -> str:
+BUFFERS = ("rank", "pool", "line")
+SIZES = tuple((1 << (8 + i // 2)) * (3 if i % 2 else 2) for i in range(24))  # 24 sizes, 512 B .. 12 MiB elements
+
+
+def _size(op_count: int, buffers: str) -> int:
+    if buffers == "pool":  # the k-th collective has the same size on every rank
+        return SIZES[(op_count * 2654435761) % 4294967296 % len(SIZES)]
+    return 1 << (10 + op_count % 12)
+
+
+def _buffers(r: Rank, buffers: str) -> tuple[str, str]:
+    if buffers == "pool":
+        return r.pool[r.rng.randrange(64)], r.pool[r.rng.randrange(64)]
+    if buffers == "line":
+        return f"0x7f{r.rng.getrandbits(40):010x}", f"0x7f{r.rng.getrandbits(40):010x}"
+    return r.buf, r.buf
+
+
+def coll_line(r: Rank, op_count: int, rng: random.Random, buffers: str = "rank") -> str:
     op = OPS[op_count % len(OPS)]
-    count = 1 << (10 + op_count % 12)
-    return (r.p() + f"{op}: opCount {op_count:x} sendbuff {r.buf} recvbuff {r.buf} count {count} datatype 7 "
-            f"op 0 root 0 comm {r.comm} [nranks={r.nranks}] stream {r.stream}")
+    send, recv = _buffers(r, buffers)
+    return (r.p() + f"{op}: opCount {op_count:x} sendbuff {send} recvbuff {recv} count {_size(op_count, buffers)} "
+            f"datatype 7 op 0 root 0 comm {r.comm} [nranks={r.nranks}] stream {r.stream}")
 
 
 def torch_timeout(r: Rank, seq: int) -> str:
@@ -96,7 +121,7 @@ def rank_lines(r: Rank, args: argparse.Namespace, comm_id: str, stalls: dict[int
     yield from init_lines(r, args.gpus_per_node, comm_id)
     last = stalls.get(r.rank, args.coll)
     for k in range(min(last, args.coll)):
-        yield coll_line(r, k, rng)
+        yield coll_line(r, k, rng, args.buffers)
     if stalls and args.torch:
         yield torch_timeout(r, min(stalls.values()) + 1)
 
@@ -140,6 +165,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--stall", action="append", default=[], metavar="RANK:OPCOUNT",
                     help="rank stops after OPCOUNT collectives (repeatable)")
     ap.add_argument("--torch", action="store_true", help="append watchdog timeout lines when stalled")
+    ap.add_argument("--buffers", choices=BUFFERS, default="rank", help="how send/recv buffers vary (see above)")
     ap.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)
 

@@ -7,12 +7,15 @@ declared in `ncclscope.schema`, and every row keeps its path and line.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ncclscope import schema as S
+from ncclscope.frames_coll import CollFacts
+
+CollLines = CollFacts  # the name the test builders use: `CollLines.of(collectives_frame)`
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,45 +45,11 @@ def _empty(schema: S.Schema) -> pl.DataFrame:
 
 
 @dataclass(frozen=True)
-class CollLines:
-    """NCCL COLL lines as stored: `rows` (schema.COLL_ROWS: path, line, op_count, shape, text) point
-    at `shapes` (schema.COLL_SHAPES: every other column of the COLLECTIVES frame, once per shape).
+class FullFrames:
+    """The per-line frames a notebook may ask for: every COLL line, every unrecognised line."""
 
-    A shape is a line's text without its opCount, so a big log's millions of COLL lines share a few
-    hundred shapes; aggregations run on the integer `shape` and join the few shapes they need, and
-    the full frame is built only when asked for (`frame()`, `LogFrames.collectives`).
-    """
-
-    rows: pl.DataFrame = field(default_factory=lambda: _empty(S.COLL_ROWS))
-    shapes: pl.DataFrame = field(default_factory=lambda: _empty(S.COLL_SHAPES))
-
-    @property
-    def height(self) -> int:
-        return self.rows.height
-
-    def frame(self) -> pl.DataFrame:
-        """The COLLECTIVES frame: one row per COLL line, in `rows` order."""
-        if self.rows.is_empty():
-            return _empty(S.COLLECTIVES)
-        df = self.rows.join(self.shapes, on="shape", how="left", maintain_order="left")
-        return df.select(list(S.COLLECTIVES))
-
-    @staticmethod
-    def of(df: pl.DataFrame, first_shape: int = 0) -> CollLines:
-        """From a COLLECTIVES frame, each row its own shape (numbered from `first_shape`)."""
-        df = S.conform(df, S.COLLECTIVES).with_columns(
-            pl.int_range(first_shape, first_shape + pl.len(), dtype=pl.Int64).alias("shape"))
-        return CollLines(rows=df.select(list(S.COLL_ROWS)), shapes=df.select(list(S.COLL_SHAPES)))
-
-    @staticmethod
-    def concat(parts: Sequence[CollLines]) -> CollLines:
-        """Parts with disjoint shape numbers, rows kept in (path, line) order."""
-        live = [p for p in parts if p.rows.height]
-        if not live:
-            return CollLines()
-        rows = pl.concat([p.rows for p in live])
-        return CollLines(rows=rows if in_order(rows) else rows.sort("path", "line", maintain_order=True),
-                         shapes=pl.concat([p.shapes for p in live]))
+    collectives: pl.DataFrame
+    unknown: pl.DataFrame
 
 
 def in_order(df: pl.DataFrame) -> bool:
@@ -107,7 +76,7 @@ class LogFrames:
     channels: pl.DataFrame = field(default_factory=lambda: _empty(S.CHANNELS))
     warnings: pl.DataFrame = field(default_factory=lambda: _empty(S.WARNINGS))
     trail: pl.DataFrame = field(default_factory=lambda: _empty(S.TRAIL))
-    coll: CollLines = field(default_factory=CollLines)  # the COLL lines; `collectives` is the full frame
+    coll: CollFacts = field(default_factory=CollFacts)  # what the analysis needs of COLL lines
     torch: pl.DataFrame = field(default_factory=lambda: _empty(S.TORCH))
     known: pl.DataFrame = field(default_factory=lambda: _empty(S.KNOWN))  # catalog-named NCCL lines
     unknown: pl.DataFrame = field(default_factory=lambda: _empty(S.UNKNOWN))
@@ -115,10 +84,28 @@ class LogFrames:
     inputs: tuple[InputInfo, ...] = ()
     coverage: Coverage = Coverage()
     notes: tuple[str, ...] = ()  # counted warnings about the input (skipped binary runs, truncated gzip, …)
+    # Big inputs keep only the facts and the evidence lines; these read them again for the full frames.
+    unknown_count: int | None = None  # rows of `unknown_lines` when `unknown` holds only the evidence
+    rebuild: Callable[[], FullFrames] | None = None
 
     @functools.cached_property
-    def collectives(self) -> pl.DataFrame:  # schema.COLLECTIVES, built from `coll` on first use
-        return self.coll.frame()
+    def _full(self) -> FullFrames:
+        if self.rebuild is None:
+            return FullFrames(self.coll.frame if self.coll.frame is not None else _empty(S.COLLECTIVES), self.unknown)
+        return self.rebuild()
+
+    @functools.cached_property
+    def collectives(self) -> pl.DataFrame:
+        """schema.COLLECTIVES, one row per COLL line: kept for small inputs, else read again on first use
+        (`coll.lines` rows; about 0.5 KB each in memory)."""
+        return self.coll.frame if self.coll.frame is not None else self._full.collectives
+
+    @functools.cached_property
+    def unknown_lines(self) -> pl.DataFrame:
+        """Every line no family or matcher claimed (schema.UNKNOWN). `unknown` is the same frame for small
+        inputs; for big ones it holds only the lines a rule may cite, and this reads the input again
+        (`unknown_count` rows)."""
+        return self.unknown if self.unknown_count is None else self._full.unknown
 
     def table_names(self) -> list[str]:
         return list(_TABLES)

@@ -150,17 +150,21 @@ COLLECTIVES = _with_origin({
     "recvbuff": pl.Utf8,
 })
 
-# The COLLECTIVES frame as stored: a big log holds millions of COLL lines that differ only in their
-# opCount (and path/line/text); every other column depends only on the line's *shape* (its text
-# without the opCount), so rows point at one of few shapes (`frames.CollLines` joins them on demand).
-COLL_ROWS: Schema = {
-    "path": pl.Utf8,
-    "line": pl.Int64,
-    "op_count": pl.Int64,
-    "shape": pl.Int64,  # key into COLL_SHAPES
-    "text": pl.Utf8,
+# What the analysis keeps of COLL lines (`frames_coll.CollFacts`): one row per process key (everything
+# a line's communicator and rank depend on) and each distinct set of (opCount, op signature) pairs once.
+COLL_PROCS: Schema = {
+    "host": pl.Utf8, "pid": pl.Int64, "comm_ptr": pl.Utf8, "rank_hint": pl.Int64, "nranks": pl.Int64,
+    "n_coll": pl.Int64,  # COLL lines with an opCount
+    "max_op_count": pl.Int64,
+    # the first line (path, line order) that printed max_op_count
+    "path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8, "op": pl.Utf8, "count": pl.Int64, "datatype": pl.Int64,
+    "seq": pl.UInt64,  # hash of its set of (op_count, sig) pairs, Send/Recv left out; null when empty
 }
-COLL_SHAPES: Schema = {"shape": pl.Int64, **{k: v for k, v in COLLECTIVES.items() if k not in COLL_ROWS}}
+COLL_SEQS: Schema = {
+    "seq": pl.UInt64,
+    "op_count": pl.Int64,
+    "sig": pl.UInt64,  # hash of (op, count, datatype)
+}
 
 TORCH = _with_origin({
     # watchdog_timeout | pg_status | dump_signal | dump_observed | heartbeat_stuck | created_comm

@@ -23,9 +23,14 @@ class Tuning:
     prefetch_budget_bytes: int = 192 << 20  # bytes read ahead and not yet handed out, at most
     prefetch_workers: int = 2
     # --- log parser -------------------------------------------------------------------------------
-    batch_lines: int = 1_000_000  # small inputs are processed together, big ones chunk by chunk
+    batch_lines: int = 250_000  # lines parsed together (per-call costs vs. memory held per process)
     pending_lines: int = 250_000  # lines left for the general path, gathered across batches
     polars_regex_min_rows: int = 3000  # below this, a Python regex loop beats a Polars pass
+    piece_bytes: int = 48 << 20  # unit of work: whole small files together, or one cut of a big plain file
+    log_workers: int | None = None  # worker processes besides the caller; None: one per other core, at most 7
+    log_pool_min_bytes: int = 64 << 20  # a smaller log set is read in the calling process
+    full_frames_max_bytes: int = 64 << 20  # up to this, every COLL and unknown line is kept; above, the facts
+    fast_paths: bool = True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
     # --- traces -----------------------------------------------------------------------------------
     trace_pool_min_bytes: int = 64 << 20  # a smaller trace set decodes in < 0.3 s: no worker processes
     trace_max_workers: int = 3  # each holds its own interpreter (~30 MB) while it runs

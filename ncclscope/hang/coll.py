@@ -1,13 +1,11 @@
 """Hang stage: per-communicator facts from NCCL COLL lines (last opCount per rank, mismatches).
 
-The COLL frame is big (one row per collective per rank: millions on large jobs) while the Init
-lines that map a COLL row to its communicator are few. A row's communicator and rank depend only
-on (host, pid, comm_ptr, rank_hint, nranks) — the Init line of that process and pointer gives
-commId, rank and size, the row's own rank hint and size are the fallbacks — so every function
-here works on the compact COLL lines (`frames.CollLines`): every one of those keys is a property of
-a line's shape, so the big frame is aggregated by its integer `shape`, the few shapes are resolved
-against the Init lines (`_PRE`), and the handful of evidence rows are fetched by row index. Lazy and
-vectorised throughout.
+The COLL lines are kept as facts per process key (`frames_coll.CollFacts`): a line's communicator and
+rank depend only on (host, pid, comm_ptr, rank_hint, nranks) — the Init line of that process and
+pointer gives commId, rank and size, the line's own rank hint and size are the fallbacks — so the
+few keys are resolved against the Init lines (`_PRE`) and aggregated per communicator and rank.
+Mismatches are looked for on each key's set of (opCount, signature) pairs, stored once per distinct
+set; only when one is found are the lines themselves read (`LogFrames.collectives`) for the evidence.
 """
 
 from __future__ import annotations
@@ -72,62 +70,49 @@ def _comm_key() -> pl.Expr:
     return pl.coalesce("comm_id", pl.format("nranks={}", "cnranks")).alias("comm")
 
 
-def _rows(logs: LogFrames, idx: pl.Series, cols: list[str]) -> pl.DataFrame:
-    """Columns `cols` of the COLL lines at row indices `idx` (a gather and a join with the few shapes
-    involved: no pass over the big frame)."""
-    rows = logs.coll.rows.gather(idx)
-    shape_cols = [c for c in cols if c not in rows.columns]
-    if shape_cols:
-        rows = rows.join(logs.coll.shapes.select("shape", *shape_cols), on="shape", how="left", maintain_order="left")
-    return rows.select(cols)
-
-
-def _per_shape(logs: LogFrames, *cols: str) -> pl.LazyFrame:
-    """Shape number with columns `cols` of each shape (a few rows per process and communicator)."""
-    return logs.coll.shapes.lazy().select("shape", *cols)
-
-
 def coll_progress(logs: LogFrames) -> pl.DataFrame:
     """Per (communicator, rank): last opCount seen in COLL lines and the op it launched (the first
     line carrying that opCount), with the number of COLL lines."""
-    if logs.coll.rows.is_empty():
+    procs = logs.coll.procs
+    if procs.is_empty():
         return S.empty(COLL_PROGRESS)
-    first_max = pl.col("_i").filter(pl.col("_m") == pl.col("_m").max()).min()
-    per_shape = (logs.coll.rows.lazy().select("shape", pl.col("op_count").alias("_m")).with_row_index("_i")
-                 .filter(pl.col("_m").is_not_null())
-                 .group_by("shape").agg(pl.col("_m").max(), first_max, pl.len().cast(pl.Int64).alias("n_coll")))
-    pre = (per_shape.join(_per_shape(logs, *_PRE), on="shape")
-           .group_by(_PRE).agg(pl.col("_m").max(), first_max, pl.col("n_coll").sum()))
-    out = (_resolve(pre, logs).group_by(*_COMM, "crank")
-           .agg(pl.col("_m").max().alias("last_op_count"), first_max, pl.col("n_coll").sum())
+    best = pl.col("max_op_count").max()
+    first = [pl.col(c).filter(pl.col("max_op_count") == best).first() for c in ("op", "count", "datatype", "path", "line",
+                                                                               "text")]
+    out = (_resolve(procs.lazy().sort("path", "line"), logs).group_by(*_COMM, "crank")
+           .agg(best.alias("last_op_count"), *first, pl.col("n_coll").sum())
+           .rename({"op": "last_op", "count": "last_count", "datatype": "last_datatype"})
            .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
            .sort("comm", "rank").collect())
-    last = _rows(logs, out["_i"], ["op", "count", "datatype", "path", "line", "text"]).rename(
-        {"op": "last_op", "count": "last_count", "datatype": "last_datatype"})
-    return S.conform(pl.concat([out.drop("_i"), last], how="horizontal"), COLL_PROGRESS)
+    return S.conform(out, COLL_PROGRESS)
 
 
 def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
     """(comm, op_count) where ranks launched different collectives (op, count or datatype differ).
     Send/Recv lines and lines without an opCount take no part."""
-    if logs.coll.rows.is_empty():
+    procs = logs.coll.procs.filter(pl.col("seq").is_not_null())
+    if procs.is_empty():
         return S.empty(MISMATCHES)
+    # Ranks printing the same set of pairs agree with each other: each set is looked at once per communicator.
+    keyed = _resolve(procs.lazy(), logs, numbered=True).select("_cid", "cnranks", "seq").unique()
+    bad = (keyed.join(logs.coll.seqs.lazy(), on="seq").group_by("_cid", "cnranks", "op_count")
+           .agg(pl.col("sig").n_unique().alias("_n")).filter(pl.col("_n") > 1).head(1).collect())
+    if bad.is_empty():  # the usual case: no line is read again
+        return S.empty(MISMATCHES)
+    return _mismatches_in(logs.collectives, logs)
+
+
+def _mismatches_in(coll: pl.DataFrame, logs: LogFrames) -> pl.DataFrame:
+    """MISMATCHES from the full COLLECTIVES frame (every line with its communicator and rank)."""
     sig_cols = ["op", "count", "datatype"]
-    # Per shape (few rows): its communicator as (number of its commId among the Init lines, 0 for
-    # none; size), its rank and its signature as one integer; the big frame only joins integers.
-    shapes = (_per_shape(logs, *_PRE, *sig_cols).filter(~pl.col("op").is_in(["Send", "Recv"]))
-              .with_columns(pl.struct(sig_cols).rank("dense").alias("_sig")))
-    shapes = _resolve(shapes, logs, numbered=True).select("shape", "_cid", "cnranks", "crank", "comm_id", "_sig")
+    rows = (coll.lazy().with_row_index("_i").filter(pl.col("op_count").is_not_null() & ~pl.col("op").is_in(["Send", "Recv"]))
+            .with_columns(pl.struct(sig_cols).rank("dense").alias("_sig")))
     keys = ["_cid", "cnranks", "op_count"]
-    rows = (logs.coll.rows.lazy().with_row_index("_i").filter(pl.col("op_count").is_not_null())
-            .select("_i", "shape", "op_count").join(shapes, on="shape"))
+    rows = _resolve(rows, logs, numbered=True)
     bad = (rows.group_by(keys).agg((pl.col("_sig").min() != pl.col("_sig").max()).alias("_bad"))
-           .filter(pl.col("_bad")).select(keys).collect())
-    if bad.is_empty():  # the usual case: one pass over the COLL rows
-        return S.empty(MISMATCHES)
-    hit = rows.join(bad.lazy(), on=keys, how="semi").select(*keys, "comm_id", "crank", "_i").collect()
+           .filter(pl.col("_bad")).select(keys))
+    hit = rows.join(bad, on=keys, how="semi").collect()
     sig = pl.format("{} count {} datatype {}", *sig_cols).alias("sig")
-    hit = pl.concat([hit, _rows(logs, hit["_i"], ["path", "line", "text", *sig_cols])], how="horizontal")
     g = (hit.with_columns(sig).sort("line", "_i").group_by(keys, maintain_order=True)
          .agg(pl.col("crank").alias("ranks"), pl.col("sig").alias("sigs"), pl.col("path").first(),
               pl.col("line").first(), pl.col("text").first(), pl.col("comm_id").first())

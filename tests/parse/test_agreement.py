@@ -20,6 +20,7 @@ from ncclscope.parse import read_logs
 from ncclscope.parse.logs import match, peel, rx
 from ncclscope.parse.logs.reader import ReadStats, read_chunks
 from ncclscope.parse.logs.reference import field_text, lark_family
+from ncclscope.tuning import Tuning
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -63,7 +64,7 @@ def _check_messages(msgs: list[str]) -> list[tuple[str, object, object]]:
 def bench_logs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     out = tmp_path_factory.mktemp("gen")
     ns = argparse.Namespace(ranks=12, coll=6, gpus_per_node=4, out=str(out), combined=False,
-                            stall=["5:3"], torch=True, seed=3)
+                            stall=["5:3"], torch=True, seed=3, buffers="line")
     return [str(p) for p in gen_logs.generate(ns)]
 
 
@@ -104,24 +105,20 @@ def test_wrapper_regex_and_lark_agree(wrapper: str) -> None:
 
 
 @pytest.mark.corpus
-def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path) -> None:
     paths = sorted(str(p) for p in corpus_dir.glob("*.log"))
-    monkeypatch.setattr(rx, "SMALL", 10**9)
-    monkeypatch.setattr(match, "SMALL", 10**9)
-    py = read_logs(paths)
-    monkeypatch.setattr(rx, "SMALL", 0)
-    monkeypatch.setattr(match, "SMALL", 0)
-    polars = read_logs(paths)
+    py = read_logs(paths, tuning=Tuning(polars_regex_min_rows=10**9))
+    polars = read_logs(paths, tuning=Tuning(polars_regex_min_rows=0))
     assert py.coverage == polars.coverage
     for name in py.table_names():
         assert_frame_equal(getattr(py, name), getattr(polars, name), check_row_order=False)
 
 
 def test_coll_dedup_path_equals_plain_matching(bench_logs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """COLL lines deduplicated around opCount give the same rows as matching every line."""
-    monkeypatch.setattr(match, "SMALL", 0)
-    fast = read_logs(bench_logs)
+    """COLL lines deduplicated around opCount (general path) give the same rows as matching every line."""
+    general = Tuning(polars_regex_min_rows=0, fast_paths=False)
+    fast = read_logs(bench_logs, tuning=general)
     monkeypatch.setattr(match, "VARYING", {})
-    plain = read_logs(bench_logs)
+    plain = read_logs(bench_logs, tuning=general)
     assert fast.collectives.height == 12 * 6 - 3
     assert_frame_equal(fast.collectives, plain.collectives, check_row_order=False)

@@ -12,6 +12,7 @@ from polars.testing import assert_frame_equal
 from ncclscope.errors import InputError
 from ncclscope.parse.logs import reader
 from ncclscope.parse.logs.reader import ReadStats, read_chunks, read_many
+from ncclscope.tuning import Tuning
 
 
 def _inputs(tmp: Path) -> list[str]:
@@ -31,13 +32,11 @@ def _inputs(tmp: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(("limit", "budget"), [(64 << 20, 192 << 20), (2000, 5000), (0, 0), (10**9, 1)])
-def test_read_many_equals_reading_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           limit: int, budget: int) -> None:
+def test_read_many_equals_reading_in_order(tmp_path: Path, limit: int, budget: int) -> None:
     paths = _inputs(tmp_path)
-    monkeypatch.setattr(reader, "PREFETCH_BYTES", limit)  # 2000: some files are read ahead, some streamed
-    monkeypatch.setattr(reader, "PREFETCH_BUDGET", budget)
+    tuning = Tuning(prefetch_bytes=limit, prefetch_budget_bytes=budget)  # 2000: some read ahead, some streamed
     got = []
-    for path, chunks, stats in read_many(paths):
+    for path, chunks, stats in read_many(paths, tuning):
         frame = pl.concat(list(chunks))
         got.append((path, frame, stats.lines, stats.binary_lines, stats.notes))
     assert [g[0] for g in got] == paths
@@ -59,14 +58,13 @@ def test_read_many_reports_an_unreadable_file_in_order(tmp_path: Path) -> None:
     assert seen == paths[:2]
 
 
-def test_a_consumer_that_stops_early_does_not_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_consumer_that_stops_early_does_not_hang(tmp_path: Path) -> None:
     big = tmp_path / "big.log"
     big.write_text("".join(f"h:1:1 [0] NCCL INFO line {k}\n" for k in range(200_000)))
-    monkeypatch.setattr(reader, "PREFETCH_BYTES", 0)  # streamed, read ahead block by block
-    monkeypatch.setattr(reader, "BLOCK", 64 << 10)
-    for _, chunks, _ in read_many([str(big)]):
+    tuning = Tuning(prefetch_bytes=0, read_block_bytes=64 << 10)  # streamed, read ahead block by block
+    for _, chunks, _ in read_many([str(big)], tuning):
         for _chunk in chunks:
             break
     stats = ReadStats()
-    n = sum(c.height for c in reader._behind(read_chunks(str(big), stats)))
+    n = sum(c.height for c in reader._behind(read_chunks(str(big), stats, tuning)))
     assert n == stats.lines == 200_000

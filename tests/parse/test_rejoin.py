@@ -10,9 +10,10 @@ import pytest
 
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import read as logs
-from ncclscope.parse.logs import rejoin
+from ncclscope.parse.logs import reduce, rejoin
+from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import ReadStats, read_chunks
+from ncclscope.tuning import Tuning
 
 P = "node-00:12:34 [0] NCCL INFO "
 W = "node-00:12:34 [0] misc/socket.cc:1 NCCL WARN "
@@ -141,15 +142,14 @@ def _chunk(lines: list[str], first: int) -> pl.DataFrame:
                         schema={"path": pl.Utf8, "line": pl.Int64, "raw": pl.Utf8})
 
 
-def test_run_across_a_block_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The general path is flushed every PENDING_LINES lines; a run open at the end of a block waits for the next."""
-    monkeypatch.setattr(logs, "PENDING_LINES", 3)
+def test_run_across_a_block_boundary() -> None:
+    """The general path is flushed every `pending_lines` lines; a run open at the end of a block waits for the next."""
     lines = [f"{P}Using network IB", f"{P}cudaDriverVersion 12010", f"{P}NET/IB : Using [0]mlx5_0:1/IB",
              "[1]mlx5_1:1/IB", "[2]mlx5_2:1/IB ; OOB eth0:10.0.0.1<0>", f"{P}Using network IB"]
-    acc = logs._Acc()
-    logs.process_chunk(_chunk(lines[:4], 1), acc)  # flushed here: the NET/IB run is held back
-    logs.process_chunk(_chunk(lines[4:], 5), acc)
-    logs.flush(acc)
+    acc = reduce._Acc(True, Tuning(pending_lines=3))
+    acc.batch(_chunk(lines[:4], 1))  # flushed here: the NET/IB run is held back
+    acc.batch(_chunk(lines[4:], 5))
+    acc.flush()
     net = pl.concat(acc.tables["network"])
     assert net.filter(pl.col("kind") == "ib_dev")["hca"].drop_nulls().to_list() == ["mlx5_0", "mlx5_1", "mlx5_2"]
     assert acc.rejoined == {"b.log": 2}
@@ -202,7 +202,7 @@ def test_real_samples_folded_by_a_terminal(tmp_path: Path, name: str, width: int
 
 def test_prepare_then_rejoin_keeps_columns() -> None:
     raw = pl.concat(list(read_chunks(str(SAMPLES / "nccl687_2node_ib_gdrdma_p2p_read_healthy.log"), ReadStats())))
-    df = logs.prepare(raw)
+    df = prepare(raw)
     out, folded = rejoin.rejoin(df)
     assert folded == {} and out.columns == df.columns and out.equals(df)
 

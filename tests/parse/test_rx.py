@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncclscope import grammar as G
@@ -36,6 +36,7 @@ def test_group_names_skip_escapes_and_classes(pattern: str) -> None:
 _atoms = st.sampled_from([r"a", r"\(", r"\[", r"[(?P<]", r"[]x]", r"[^]]", r"\\", r"(?:b)", r"[\]]", "x+"])
 
 
+@settings(deadline=None)  # a shared box stalls now and then: no timing in tests
 @given(st.lists(st.one_of(_atoms, st.just("NAMED")), max_size=12))
 def test_group_names_on_generated_patterns(parts: list[str]) -> None:
     k = 0

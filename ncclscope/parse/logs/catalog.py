@@ -105,9 +105,13 @@ MIN_TORCH_NEEDLE = 8  # application lines are many: only formats with this much 
 
 
 @functools.cache
-def _torch_needles() -> tuple[str, ...]:
+def torch_needles() -> tuple[str, ...]:
+    """The fixed text a line must hold to be offered to PyTorch's message catalog."""
     t = G.catalog_table(G.TORCH_CATALOG_FILE)
     return tuple(sorted({n for n in t["needle"].values() if len(n) >= MIN_TORCH_NEEDLE}))
+
+
+_torch_needles = torch_needles
 
 
 def split_torch_known(other: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

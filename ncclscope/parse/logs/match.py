@@ -23,8 +23,7 @@ from ncclscope.parse.logs import rx
 from ncclscope.parse.logs.families import FAMILIES, VARYING
 from ncclscope.parse.logs.transform import to_table, typed_fields, warning_rows
 
-SMALL = rx.SMALL
-__all__ = ["SMALL", "VARYING", "Matched", "dispatch_pattern", "family_index", "family_patterns", "fields_frame",
+__all__ = ["VARYING", "Matched", "dispatch_pattern", "family_index", "family_patterns", "fields_frame",
            "first_family", "match_families"]  # VARYING is read here (the COLL lane, tests switch it off)
 
 
@@ -78,7 +77,7 @@ def first_family(msg: str) -> int | None:
 
 def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:
     """Index (in `family_patterns()`) of the first family matching each message, null if none."""
-    if df.height < SMALL:
+    if df.height < rx.SMALL:
         return pl.Series("_fam", [first_family(s) if s is not None else None for s in df[col].to_list()],
                          dtype=pl.Int32)
     g = df[col].str.extract_groups(dispatch_pattern())
@@ -152,7 +151,7 @@ def match_families(live: pl.DataFrame) -> tuple[Matched, pl.DataFrame]:
     rest = live
     for i, (fam, _, _) in enumerate(family_patterns()):
         var = VARYING.get(fam)
-        if var and rest.height >= SMALL:
+        if var and rest.height >= rx.SMALL:
             hit, rest = _varying(rest, i, var)
             out.take(i, hit)
     if rest.height == 0:

@@ -16,8 +16,10 @@ from ncclscope import grammar as G
 from ncclscope.parse.logs import rx
 from ncclscope.parse.logs.reader import MAX_LINE
 
+MAX_TEXT = 2000  # characters of the original line kept in `text` (evidence)
 # ANSI colour codes, also with the ESC byte lost in a paste (`[36m`), and markdown bold markers.
-_ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m|\*\*"
+ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m|\*\*"
+_ANSI = ANSI
 # Trailing whitespace and the k9s right border.
 _TRAIL = r"[\s│]+$"
 _TRAIL_CHARS = " \t\r\n\x0b\x0c\xa0│"
@@ -63,12 +65,12 @@ def _coalesced(g: pl.DataFrame, fields: tuple[str, ...]) -> list[pl.Expr]:
     return out
 
 
-def clean(df: pl.DataFrame, src: str = "raw") -> pl.DataFrame:
+def clean(df: pl.DataFrame, src: str = "raw", max_line: int = MAX_LINE) -> pl.DataFrame:
     """Add `clean`: the line without ANSI residue, markdown bold, trailing blanks or k9s border."""
     text = pl.col(src)
     longest = df[src].str.len_bytes().max()
-    if isinstance(longest, int) and longest > MAX_LINE:
-        text = text.str.slice(0, MAX_LINE)
+    if isinstance(longest, int) and longest > max_line:
+        text = text.str.slice(0, max_line)
     df = df.with_columns(text.str.strip_chars_end(_TRAIL_CHARS).alias("clean"))
     dirty = df["clean"].str.contains(_ANSI)
     if not dirty.any():
@@ -167,9 +169,8 @@ def split(df: pl.DataFrame) -> pl.DataFrame:
         nested = cand["msg"].str.contains(" NCCL ", literal=True)
         rest = pl.concat([rest, cand.filter(nested).drop("_head", "msg")])
         cand = cand.filter(~nested)
-        heads = _general(cand.select(pl.col("_head").unique().alias("clean")))
-        heads = heads.filter(pl.col("prefixed") & (pl.col("msg") == "")).drop("msg", "prefixed")
-        cand = cand.join(heads.rename({"clean": "_head"}), on="_head", how="left")
+        heads = parse_heads(cand["_head"].unique())
+        cand = cand.join(heads, on="_head", how="left")
         ok = cand["level"].is_not_null()
         rest = pl.concat([rest, cand.filter(~ok).select(rest.columns)])
         cand = cand.filter(ok).with_columns(pl.lit(True).alias("prefixed")).drop("_head")
@@ -179,6 +180,14 @@ def split(df: pl.DataFrame) -> pl.DataFrame:
     if not out:
         return _general(df).drop("_pos")
     return pl.concat(out, how="diagonal_relaxed").drop("_pos")
+
+
+def parse_heads(heads: pl.Series) -> pl.DataFrame:
+    """Distinct heads (wrappers + prefix up to and with the level marker) -> `_head` and their typed prefix
+    fields; heads that are no whole prefix are left out."""
+    out = _general(heads.alias("clean").to_frame())
+    out = out.filter(pl.col("prefixed") & (pl.col("msg") == "")).drop("msg", "prefixed")
+    return out.rename({"clean": "_head"})
 
 
 def parse_ts(ts: pl.Expr) -> pl.Expr:

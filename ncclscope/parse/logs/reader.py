@@ -60,12 +60,12 @@ def _open(path: str, tuning: Tuning = DEFAULT) -> BinaryIO:
     return raw
 
 
-def _blocks(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
+def _blocks(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK) -> Iterator[bytes]:
     """Blocks of the input; damage or a cap ends it with a note, after the bytes read before."""
     try:
         while True:
             try:
-                b = fh.read(BLOCK)
+                b = fh.read(block)
             except LimitError as e:
                 stats.notes.append(f"{e}; the lines before were kept")
                 return
@@ -80,11 +80,11 @@ def _blocks(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
         stats.notes.extend(getattr(fh, "notes", ()))
 
 
-def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
-    """Yield byte blocks of whole lines (~BLOCK each); a line longer than 4*MAX_LINE bytes is cut."""
+def _lines(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK, max_line: int = MAX_LINE) -> Iterator[bytes]:
+    """Yield byte blocks of whole lines (~`block` each); a line longer than 4*max_line bytes is cut."""
     carry = b""
     skipping = False  # inside the tail of an over-long line
-    for b in _blocks(fh, path, stats):
+    for b in _blocks(fh, path, stats, block):
         if skipping:
             nl = b.find(b"\n")
             if nl < 0:
@@ -93,8 +93,8 @@ def _lines(fh: BinaryIO, path: str, stats: ReadStats) -> Iterator[bytes]:
         last_nl = b.rfind(b"\n")
         if last_nl < 0:
             carry += b
-            if len(carry) > MAX_LINE * 4:  # one line longer than we keep: cut it, skip to its end
-                carry = carry[: MAX_LINE * 4]
+            if len(carry) > max_line * 4:  # one line longer than we keep: cut it, skip to its end
+                carry = carry[: max_line * 4]
                 stats.long_lines += 1
                 skipping = True
             continue
@@ -140,29 +140,41 @@ def _binary(raw: pl.Series, block: bytes) -> pl.Series:
 def read_chunks(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> Iterator[pl.DataFrame]:
     """Numbered lines (`path`, `line`, `raw`) of one input, chunk by chunk; binary lines removed."""
     fh = _open(path, tuning)
-    next_line = 1
     try:
-        for block in _lines(fh, path, stats):
-            df = _to_frame(block, path, next_line)
-            next_line += df.height
-            stats.lines += df.height
-            clean_text = block.isascii() and b"\x00" not in block  # the common case, checked at memory speed
-            binary = None if clean_text else _binary(df["raw"], block)
-            nb = 0 if binary is None else int(binary.sum())
-            if binary is not None and nb:
-                stats.binary_lines += nb
-                df = df.filter(~binary)
-            longest = df["raw"].str.len_bytes().max()
-            if isinstance(longest, int) and longest > MAX_LINE:  # bytes >= characters: a cheap bound first
-                stats.long_lines += int((df["raw"].str.len_chars() > MAX_LINE).sum())
-            yield df
+        yield from _numbered(fh, path, stats, tuning)
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
+    stats.notes.extend(count_notes(path, stats, tuning))
+
+
+def count_notes(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> list[str]:
+    """The notes on an input's binary and over-long lines (after any note on damage)."""
+    out = []
     if stats.binary_lines:
-        stats.notes.append(f"{path}: skipped {stats.binary_lines} line(s) of binary data")
+        out.append(f"{path}: skipped {stats.binary_lines} line(s) of binary data")
     if stats.long_lines:
-        stats.notes.append(f"{path}: {stats.long_lines} line(s) longer than {MAX_LINE} characters were cut")
+        out.append(f"{path}: {stats.long_lines} line(s) longer than {tuning.max_line_chars} characters were cut")
+    return out
+
+
+def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iterator[pl.DataFrame]:
+    next_line = 1
+    max_line = tuning.max_line_chars
+    for block in _lines(fh, path, stats, tuning.read_block_bytes, max_line):
+        df = _to_frame(block, path, next_line)
+        next_line += df.height
+        stats.lines += df.height
+        clean_text = block.isascii() and b"\x00" not in block  # the common case, checked at memory speed
+        binary = None if clean_text else _binary(df["raw"], block)
+        nb = 0 if binary is None else int(binary.sum())
+        if binary is not None and nb:
+            stats.binary_lines += nb
+            df = df.filter(~binary)
+        longest = df["raw"].str.len_bytes().max()
+        if isinstance(longest, int) and longest > max_line:  # bytes >= characters: a cheap bound first
+            stats.long_lines += int((df["raw"].str.len_chars() > max_line).sum())
+        yield df
 
 
 def _whole(path: str, tuning: Tuning = DEFAULT) -> tuple[list[pl.DataFrame], ReadStats]:
@@ -219,30 +231,37 @@ def _behind(chunks: Iterator[pl.DataFrame], depth: int = 2) -> Iterator[pl.DataF
         t.join()
 
 
-def _size(path: str) -> int | None:
+def _size(path: str, limit: int = PREFETCH_BYTES) -> int | None:
     """Size of a regular file small enough to read ahead, else None."""
+    size = file_size(path)
+    return size if size is not None and size <= limit else None
+
+
+def file_size(path: str) -> int | None:
+    """Size of a regular file, None for stdin or what cannot be stat'ed (read in order, errors reported there)."""
     try:
-        size = os.stat(path).st_size if path != STDIN else None
+        return os.stat(path).st_size if path != STDIN else None
     except OSError:
-        return None  # read in order, where the error is reported
-    return size if size is not None and size <= PREFETCH_BYTES else None
+        return None
 
 
 def read_many(paths: Sequence[str],
               tuning: Tuning = DEFAULT) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
     """(path, its chunks, its stats) for every input in order; consume the chunks before the stats.
 
-    Small files are read ahead, whole, on worker threads, up to `PREFETCH_BUDGET` bytes (file reads
-    and Polars' line split release the GIL, so reading overlaps parsing); big files, stdin and files
-    that cannot be stat'ed are streamed in their turn, a few blocks ahead (`_behind`).
+    Small files (`tuning.prefetch_bytes`) are read ahead, whole, on worker threads, up to
+    `tuning.prefetch_budget_bytes` (file reads and Polars' line split release the GIL, so reading
+    overlaps parsing); big files, stdin and files that cannot be stat'ed are streamed in their turn, a
+    few blocks ahead (`_behind`).
     """
-    sizes = [_size(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=PREFETCH_WORKERS, thread_name_prefix="ncclscope-read") as pool:
+    sizes = [_size(p, tuning.prefetch_bytes) for p in paths]
+    budget = tuning.prefetch_budget_bytes
+    with ThreadPoolExecutor(max_workers=max(1, tuning.prefetch_workers), thread_name_prefix="ncclscope-read") as pool:
         ahead: dict[int, Future[tuple[list[pl.DataFrame], ReadStats]]] = {}
         nxt = held = 0
         for i, path in enumerate(paths):
             nxt = max(nxt, i)
-            while nxt < len(paths) and (nxt == i or held + (sizes[nxt] or 0) <= PREFETCH_BUDGET):
+            while nxt < len(paths) and (nxt == i or held + (sizes[nxt] or 0) <= budget):
                 size = sizes[nxt]
                 if size is None:
                     if nxt > i:

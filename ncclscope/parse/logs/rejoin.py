@@ -12,7 +12,7 @@ The joined row keeps the first line's path:line; the folded lines are counted, n
 
 Not joined, by design: a piece that starts with a bare rank tag (`[2] `, `3: `; a Trees list cut before
 `[2]` looks exactly like a tagged line of rank 2); a single cut line with a free-text tail (one line is no
-terminal); a COLL line whose first half already parses (the COLL lane takes it before this pass).
+terminal); a COLL line that parses whole (`collfast` takes it before this pass).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope.parse.logs import peel, rx
-from ncclscope.parse.logs.lane import MAX_TEXT
 from ncclscope.parse.logs.match import family_index
+from ncclscope.parse.logs.peel import MAX_TEXT
 
 MAX_RUN = 16  # continuation lines folded into one line at most (an IB device list re-flowed one per line)
 CANARY = "zqx"  # stands for any text: a family that accepts it where a piece goes gives no evidence
@@ -51,14 +51,18 @@ def _maybe_cont(df: pl.DataFrame) -> pl.Series:
     return df.select((cont & (pl.col("msg").str.len_chars() > 0)).fill_null(False)).to_series()
 
 
-def _width_cut(df: pl.DataFrame, cont: pl.Series) -> pl.Series:
+def _width_cut(df: pl.DataFrame, cont: pl.Series, widths: dict[str, int]) -> pl.Series:
     """Lines cut by a terminal: as long as the longest line of their file, in a file where at least two
-    prefixed lines that long, and most of them, are followed by a possible continuation."""
+    prefixed lines that long, and most of them, are followed by a possible continuation. `widths` holds
+    the longest line of files whose other lines are not in `df` (the reader passes only the lines that
+    may take part)."""
     part = (pl.col("path") != pl.col("path").shift(1)).fill_null(True).cum_sum().alias("_p")  # files in order
     goes_on = (pl.col("prefixed") & cont.shift(-1).fill_null(False)).alias("_go")
-    g = df.select(part, pl.col("text").str.len_chars().alias("_n"), "prefixed", goes_on)
-    top = pl.col("_n") == pl.col("_n").max()
-    per = g.group_by("_p").agg(pl.col("_n").max().alias("_len"), (top & pl.col("prefixed")).sum().alias("_top"),
+    width = pl.col("path").replace_strict(widths, default=0, return_dtype=pl.Int64) if widths else pl.lit(0, pl.Int64)
+    g = df.select(part, pl.col("text").str.len_chars().cast(pl.Int64).alias("_n"), "prefixed", goes_on, width.alias("_w"))
+    g = g.with_columns(pl.max_horizontal(pl.col("_n").max().over("_p"), pl.col("_w").max().over("_p")).alias("_max"))
+    top = pl.col("_n") == pl.col("_max")
+    per = g.group_by("_p").agg(pl.col("_max").first().alias("_len"), (top & pl.col("prefixed")).sum().alias("_top"),
                                (top & pl.col("_go")).sum().alias("_goes"))
     per = per.filter((pl.col("_goes") >= 2) & (pl.col("_goes") >= WIDTH_SHARE * pl.col("_top"))
                      & (pl.col("_len") >= MIN_WIDTH) & (pl.col("_len") < MAX_TEXT))  # MAX_TEXT: cut by the reader
@@ -68,7 +72,7 @@ def _width_cut(df: pl.DataFrame, cont: pl.Series) -> pl.Series:
     return g.select((pl.col("_n") == pl.col("_len")).fill_null(False)).to_series()
 
 
-def _runs(df: pl.DataFrame) -> pl.DataFrame:
+def _runs(df: pl.DataFrame, widths: dict[str, int]) -> pl.DataFrame:
     """(`_h` head row, `_j` 1.., `_r` row, `_w` all lines before it were cut by a terminal) for the lines
     that may continue a prefixed line."""
     cont = _maybe_cont(df)
@@ -77,7 +81,7 @@ def _runs(df: pl.DataFrame) -> pl.DataFrame:
     heads = marked.filter(pl.col("prefixed") & pl.col("_c").shift(-1).fill_null(False))
     if heads.height == 0:
         return pl.DataFrame(schema={**{c: pl.UInt32 for c in _RUN_COLS}, "_w": pl.Boolean})
-    marked = marked.with_columns(_width_cut(df, cont).shift(1).fill_null(False).alias("_w"))  # the line before was cut
+    marked = marked.with_columns(_width_cut(df, cont, widths).shift(1).fill_null(False).alias("_w"))  # the line before was cut
     runs = marked.filter(pl.col("_c")).join(heads.select("_g", pl.col("_r").alias("_h")), on="_g")
     runs = runs.with_columns((pl.col("_r") - pl.col("_h")).alias("_j")).filter(pl.col("_j") <= MAX_RUN)
     runs = runs.sort("_r").with_columns(pl.col("_w").cast(pl.Int8).cum_min().over("_h").cast(pl.Boolean))
@@ -152,13 +156,15 @@ def _choose(cand: pl.DataFrame) -> pl.DataFrame:
                        pl.when(a).then("_xa").otherwise("_xb").str.slice(0, MAX_TEXT).alias("text"))
 
 
-def rejoin(df: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+def rejoin(df: pl.DataFrame, widths: dict[str, int] | None = None) -> tuple[pl.DataFrame, dict[str, int]]:
     """(`df` with every wrapped run folded into its first line, lines folded per path).
 
-    `df` is `logs.prepare`'s output (rows in file order); columns and their order are kept.
+    `df` is `logs.prepare`'s output (rows in file order); columns and their order are kept. It may hold
+    only the lines that can take part (every prefixed line and the MAX_RUN lines after it); then
+    `widths` gives each file's longest line.
     """
     df = df.with_row_index("_r")
-    runs = _runs(df)
+    runs = _runs(df, widths or {})
     pieces = _pieces(df, runs) if runs.height else runs
     best = _choose(_candidates(df, pieces)) if pieces.height else pieces
     if best.height == 0:

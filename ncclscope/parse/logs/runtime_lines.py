@@ -8,10 +8,15 @@ cheap anchor search only spares Lark the lines that cannot be PyTorch lines at a
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 
+import lark
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
@@ -22,15 +27,17 @@ Row = dict[str, object]
 COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)
 
 # Every line the grammar accepts contains one of these; most application lines contain none.
-_ANCHOR = re.compile(
+ANCHOR = re.compile(
     r"NCCL|nccl[A-Z]|[Ww]atchdog|\[(?:PG|Rank) |Rank \d|ranks|dump|Last error|collective|#\d|\] (?:started|finished) "
     r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
     r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
     r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
     r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
 )
+_ANCHOR = ANCHOR
 _RANK_WRAPPER = re.compile(r"^\[rank\d+\]:\s?")
-_MAX_LINE = 20_000
+MAX_CHARS = 20_000  # longer messages are no PyTorch lines
+_MAX_LINE = MAX_CHARS
 
 
 def grammar_text(name: str = "torch.lark") -> str:
@@ -41,7 +48,30 @@ def grammar_text(name: str = "torch.lark") -> str:
 @cache
 def parser() -> Lark:
     """The torch-line parser, built once per process (LALR with the contextual lexer)."""
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, start=["start", "exc_only"])
+    final = _cache_file()
+    if final is None or final.exists():
+        return _lark(str(final) if final else False)
+    tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")  # written whole, then renamed: no reader sees half
+    p = _lark(str(tmp))
+    with contextlib.suppress(OSError):
+        os.replace(tmp, final)
+    return p
+
+
+def _lark(cache: str | bool) -> Lark:
+    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, start=["start", "exc_only"],
+                cache=cache)
+
+
+def _cache_file() -> Path | None:
+    """Lark's parse tables on disk, by grammar and Lark version (building them costs ~1.5 s, loading ~50 ms)."""
+    digest = hashlib.sha256(f"{lark.__version__}\n{grammar_text()}".encode()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return base / f"torch-lark-{digest}.pickle"
 
 
 @cache

@@ -1,7 +1,9 @@
 """Parse stage, runtime rows: offer non-NCCL lines to `runtime_lines.match` and build the torch frame.
 
-The torch grammar and matcher belong to `ncclscope.parse.logs.runtime_lines`; this module only calls it on
-each peeled message and attaches the origin columns (path, line, rank hint, …) to its hits.
+The torch grammar and matcher belong to `ncclscope.parse.logs.runtime_lines`; this module picks the
+messages worth offering (one vectorised pass of the matcher's own anchor regex, which every line the
+grammar accepts contains), matches each distinct one once, and attaches the origin columns (path,
+line, rank hint, …) to the hits.
 """
 
 from __future__ import annotations
@@ -9,38 +11,31 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.parse.bounds import INT64_MAX
 from ncclscope.parse.logs import runtime_lines
 
 _ORIGIN = list(S.ORIGIN)
 _FIELDS = [c for c in S.TORCH if c not in S.ORIGIN]
 
 
+def candidates(msg: pl.Expr) -> pl.Expr:
+    """Messages `runtime_lines.match` may accept (its anchor and length bound, vectorised)."""
+    return (msg.str.contains(runtime_lines.ANCHOR.pattern) & (msg.str.len_chars() <= runtime_lines.MAX_CHARS)).fill_null(False)
+
+
 def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(torch frame rows, rows that matched nothing) for rows without an NCCL family."""
     if df.height == 0:
         return S.empty(S.TORCH), df
-    hits: list[int] = []
-    recs: list[dict[str, object]] = []
-    for i, msg in enumerate(df["msg"].to_list()):
-        if not msg:
-            continue
-        rec = runtime_lines.match(msg)
-        if rec is not None:
-            hits.append(i)
-            recs.append(rec)
-    if not hits:
-        return S.empty(S.TORCH), df
-    idx = pl.Series("i", hits, dtype=pl.UInt32)
-    origin = df.select(_ORIGIN)[idx]
-    fields = pl.DataFrame([{k: _fit(r.get(k)) for k in _FIELDS} for r in recs],
-                          schema={k: S.TORCH[k] for k in _FIELDS}, strict=False)
-    rows = pl.concat([origin, fields], how="horizontal")
-    rows = rows.with_columns(pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank"))
-    keep = pl.Series(range(df.height)).is_in(hits).not_()
-    return S.conform(rows, S.TORCH), df.filter(keep)
-
-
-def _fit(v: object) -> object:
-    """A number beyond 64 bits (a forged `SeqNum=99999999999999999999`) is read as unknown."""
-    return None if type(v) is int and not -INT64_MAX <= v <= INT64_MAX else v
+    df = df.with_row_index("_t")
+    cand = df.filter(candidates(pl.col("msg")))
+    if cand.is_empty():
+        return S.empty(S.TORCH), df.drop("_t")
+    msgs = cand["msg"].unique().to_list()
+    recs = {m: r for m in msgs if (r := runtime_lines.match(m)) is not None}
+    if not recs:
+        return S.empty(S.TORCH), df.drop("_t")
+    fields = pl.DataFrame([{"msg": m, **{k: r.get(k) for k in _FIELDS}} for m, r in recs.items()],
+                          schema={"msg": pl.Utf8, **{k: S.TORCH[k] for k in _FIELDS}}, strict=False)
+    hit = cand.join(fields, on="msg", how="inner").sort("_t")
+    rows = hit.select(*_ORIGIN, *_FIELDS).with_columns(pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank"))
+    return S.conform(rows, S.TORCH), df.join(hit.select("_t"), on="_t", how="anti").drop("_t")

@@ -8,12 +8,27 @@ back-references; `$` never meets a newline because lines are split first).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+from collections.abc import Iterator
 
 import polars as pl
 
-SMALL = 3000
+from ncclscope.tuning import Tuning
+
+SMALL = 3000  # the default of Tuning.polars_regex_min_rows; `configured` sets it for one reduction
+
+
+@contextlib.contextmanager
+def configured(tuning: Tuning) -> Iterator[None]:
+    """Within the block, `SMALL` is `tuning.polars_regex_min_rows` (the regex helpers read it per call)."""
+    global SMALL
+    before, SMALL = SMALL, tuning.polars_regex_min_rows
+    try:
+        yield
+    finally:
+        SMALL = before
 
 
 @functools.cache

@@ -1,0 +1,55 @@
+"""Parse stage, COLL facts of a batch: the lines `collfast` took -> per process key facts, in a few passes.
+
+Lines of one process and communicator come in runs (one file per rank: one run; interleaved output:
+short runs). A run changes where the file, the head (wrappers and prefix) or the communicator
+(pointer, size) changes from one line to the next: comparisons with the line before, no hashing of
+every line. Per run, in one group-by over the run number: the line count, the last opCount and the
+first line that printed it, the span for the stream table, and two sums of a hash of each line's
+(opCount, op, count, datatype) that name its multiset of pairs. The heads' prefix fields are joined to
+the runs (a few rows), which are then merged per process key (`frames_coll.KEY`). The pairs themselves
+are kept once per distinct multiset (one representative run each), as COLL_SEQS.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ncclscope import frames_coll as FC
+from ncclscope import schema as S
+from ncclscope.parse.logs import collfast, streams
+
+_RUN = ["path", "_head", "_comm"]
+_SPLIT = pl.lit(1 << 32, pl.UInt64)  # a 64-bit hash summed as two 32-bit halves: no overflow
+
+
+def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(COLL_PROCS, COLL_SEQS, stream parts) of `collfast.take`'s rows (facts columns, in input order) and
+    heads."""
+    new = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in _RUN])
+    live = pl.col("op_count").is_not_null()
+    pair = live & ~pl.col("op").is_in(FC.P2P)
+    h = pl.when(pair).then(pl.struct("op_count", "op", "_sig").hash(FC.SEED))
+    df = rows.with_columns(new.cum_sum().alias("_run"), h.alias("_h"))
+    at = pl.col("op_count").arg_max()
+    runs = df.group_by("_run", maintain_order=True).agg(
+        *[pl.col(c).first() for c in _RUN], live.sum().cast(pl.Int64).alias("n_coll"),
+        pl.col("op_count").max().alias("max_op_count"), *[pl.col(c).get(at) for c in ("line", "text", "op", "_sig")],
+        (pl.col("_h") // _SPLIT).sum().alias("_s1"), (pl.col("_h") % _SPLIT).sum().alias("_s2"),
+        pair.sum().cast(pl.Int64).alias("_np"),
+        pl.col("line").min().alias("first_line"), pl.col("line").max().alias("last_line"),
+        pl.len().cast(pl.Int64).alias("n_lines"), pl.col("text").last().alias("last_text"))
+    runs = runs.join(heads, on="_head", how="left").with_columns(
+        *collfast.sig_fields(pl.col("_sig"), pl.col("_comm")),
+        pl.when(pl.col("_np") > 0).then(pl.struct("_s1", "_s2", "_np").hash(FC.SEED)).alias("seq"))
+    reps = runs.filter(pl.col("seq").is_not_null()).unique("seq", keep="first").select("_run", "seq")
+    sets = (df.join(reps, on="_run", how="inner").filter(pl.col("_h").is_not_null())
+            .with_columns(collfast.sig_fields(pl.col("_sig"), pl.col("_comm"))[:2])
+            .select("seq", "op_count", FC.sig()).unique())
+    procs, seqs = _per_key(runs.filter(pl.col("n_coll") > 0), S.conform(sets, S.COLL_SEQS))
+    return procs, seqs, streams.from_runs(runs)
+
+
+def _per_key(runs: pl.DataFrame, sets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Runs -> one row per process key; a key of several runs gets the union of their sets."""
+    per = S.conform(runs.with_columns(pl.lit(None, pl.Utf8).alias("_x")), S.COLL_PROCS)
+    return FC.merge([per], [sets])

@@ -1,0 +1,119 @@
+"""Parse stage, inert lines: application output no pattern can claim, rejected once and cheaply.
+
+Most lines of a real training log are the application's own output. A line goes through the general
+path (prefix, families, PyTorch matcher, catalogs: `read.prepare` and on) only if one vectorised pass
+says a pattern may claim it (`candidates`):
+
+- it may carry an NCCL prefix: every prefix rule ends in a level word after `NCCL ` or a `[dev] `
+  (or, NCCL 2.2, `file:line WARN`), so a line without one has none;
+- it holds a needle (`needles`) of a grammar family, of the PyTorch anchor, of PyTorch's message
+  catalog, or of an evidence pattern (`evidence.KEEP`), or a `Last error`;
+- it is one of the `rejoin.MAX_RUN` lines after a line that may carry a prefix (a wrapped paste).
+
+Every other line is inert: an unknown row that only the stream table (rank tag, timestamp) and the
+coverage count see. Its launcher wrappers are read without running the wrapper patterns per line:
+one regex pass cuts the run of wrappers at the start of each line (`^(?:wrapper)*`), and each distinct
+run (a few per file: `12: `, `[rank3]:`) is peeled with the general path's own loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+
+from ncclscope import grammar as G
+from ncclscope import schema as S
+from ncclscope.parse.logs import evidence, needles, peel
+from ncclscope.parse.logs.catalog import torch_needles
+from ncclscope.parse.logs.peel import MAX_TEXT
+from ncclscope.parse.logs.rejoin import MAX_RUN
+from ncclscope.parse.logs.runtime_lines import ANCHOR
+
+# A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).
+PREFIX_POSSIBLE = r"(?:NCCL |\d\] ).*(?:INFO|WARN|CALL|TRACE|ABORT)|\d WARN"
+_DIRTY = rf"(?:{peel.ANSI})|[\s│]$"
+
+
+@functools.cache
+def needle_set() -> frozenset[str]:
+    """Literals one of which every line a family, the PyTorch matcher, a catalog format or `KEEP` may
+    claim contains (read off the patterns once, then kept on disk by their hash: ~0.5 s to compute)."""
+    pats = [G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *evidence.KEEP]
+    key = hashlib.sha256("\n".join([str(needles.VERSION), *pats]).encode()).hexdigest()[:16]
+    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / f"needles-{key}.json"
+    try:
+        found: list[str] | None = json.loads(path.read_text())
+    except (OSError, ValueError):
+        lits = needles.of_all(pats)
+        found = None if lits is None else sorted(lits)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(found))
+            tmp.replace(path)
+    if found is None:  # a pattern without needles: every line is a candidate
+        return frozenset({""})
+    return frozenset(found) | frozenset(torch_needles()) | {evidence.LAST_ERROR}
+
+
+@functools.cache
+def candidate_pattern() -> str:
+    return f"{PREFIX_POSSIBLE}|{needles.regex(needle_set())}"
+
+
+def clean_text(raw: pl.DataFrame) -> pl.Series:
+    """`peel.clean` of the `raw` column, computed only for the few lines it changes."""
+    dirty = raw["raw"].str.contains(_DIRTY).fill_null(False)
+    if not dirty.any():
+        return raw["raw"].alias("clean")
+    fixed = peel.clean(raw.filter(dirty).select("raw", pl.int_range(pl.len()).alias("_row")))["clean"]
+    return raw["raw"].scatter(dirty.arg_true(), fixed).alias("clean")
+
+
+def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | None]:
+    """(candidate mask, carry for the next block). `carry` is how many rows before this block's first
+    row the last line that may carry a prefix sat (None: none within reach): the rejoin window of the
+    block before goes on here."""
+    n = clean.len()
+    hit = clean.str.contains(candidate_pattern()).fill_null(False)
+    pre = clean.str.contains(PREFIX_POSSIBLE).fill_null(False) if hit.any() else hit
+    if not pre.any():
+        if carry is None or carry > MAX_RUN:
+            return hit, None
+        near = pl.int_range(n, eager=True) + carry <= MAX_RUN
+        return hit | near, carry + n
+    idx = pl.int_range(n, eager=True)
+    anchor = pl.select(pl.when(pre).then(idx).otherwise(None).forward_fill()).to_series()
+    anchor = anchor.fill_null(-carry if carry is not None else -(MAX_RUN + 1))
+    near = (idx - anchor) <= MAX_RUN
+    last = idx.filter(pre).max()
+    return hit | near, n - (last if isinstance(last, int) else 0)
+
+
+def wrapper_fields(clean: pl.Series) -> pl.DataFrame:
+    """`rank_hint`, `ts_us` and the length of the message after the wrappers, per line (no prefix)."""
+    span = clean.str.extract(rf"^(?:{G.rule_regex('wrapper', capture=False)})*", 0).fill_null("")
+    uniq = span.unique()
+    df = pl.DataFrame({"_span": uniq}).with_columns(pl.col("_span").alias("junk"), pl.lit(False).alias("prefixed"),
+                                                    pl.lit(None, pl.Utf8).alias("msg"))
+    peeled = peel.peel_wrappers(df).select("_span", pl.col("rank_hint").cast(pl.Int64, strict=False),
+                           peel.parse_ts(pl.col("ts")).alias("ts_us"),
+                           (pl.col("_span").str.len_chars() - pl.col("msg").str.len_chars()).alias("_cut"))
+    out = pl.DataFrame({"_span": span}).join(peeled, on="_span", how="left", maintain_order="left")
+    return out.select("rank_hint", "ts_us", (clean.str.len_chars() - pl.col("_cut")).alias("_msg_len"))
+
+
+def rows(raw: pl.DataFrame, clean: pl.Series) -> pl.DataFrame:
+    """Inert lines as rows: ORIGIN columns (no prefix fields) and `_msg_len`."""
+    w = wrapper_fields(clean)
+    longest = raw["raw"].str.len_bytes().max()
+    text = raw["raw"].str.slice(0, MAX_TEXT) if isinstance(longest, int) and longest > MAX_TEXT else raw["raw"]
+    return pl.DataFrame([raw["path"], raw["line"], text.alias("text")]).with_columns(
+        *[pl.lit(None, S.ORIGIN[c]).alias(c) for c in ("host", "pid", "tid", "cuda_dev")], w["rank_hint"], w["ts_us"],
+        w["_msg_len"])

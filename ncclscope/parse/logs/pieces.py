@@ -1,0 +1,133 @@
+"""Parse stage, pieces: cut a set of log inputs into units of work of about one size, read one unit.
+
+A piece is either a run of whole inputs (small files together, so that per-call costs are paid once
+per piece, not per file) or one segment of a big plain file, cut at a line end. Compressed inputs
+and stdin are one segment each, read whole in order. Line numbers of a segment start at 1; the merge
+shifts them by the lines of the segments before (`Segment.part` > 0 only for cut files).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import polars as pl
+
+from ncclscope.parse.inputs import STDIN
+from ncclscope.parse.logs.reader import ReadStats, _numbered, _open, file_size
+from ncclscope.parse.unpack import compression
+from ncclscope.tuning import DEFAULT, Tuning
+
+_SCAN = 1 << 20  # bytes read at a time while looking for the line end after a cut
+
+
+@dataclass(frozen=True)
+class Segment:
+    path: str
+    start: int = 0
+    end: int | None = None  # None: to the end of the input
+    part: int = 0  # index of this segment in its file (0 for whole inputs)
+
+
+@dataclass(frozen=True)
+class Piece:
+    index: int
+    segments: tuple[Segment, ...]
+    size: int  # bytes on disk (0 when unknown: stdin, unreadable)
+
+
+def _compressed(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return compression(fh.read(4)) is not None
+    except OSError:
+        return False
+
+
+def _cuts(path: str, size: int, step: int) -> list[int]:
+    """Byte offsets just after a newline, about `step` apart (0 first, `size` last)."""
+    out = [0]
+    with open(path, "rb") as fh:
+        target = step
+        while target < size:
+            fh.seek(target)
+            pos = target
+            while True:
+                buf = fh.read(_SCAN)
+                if not buf:
+                    pos = size
+                    break
+                nl = buf.find(b"\n")
+                if nl >= 0:
+                    pos += nl + 1
+                    break
+                pos += len(buf)
+            if pos >= size:
+                break
+            out.append(pos)
+            target = pos + step
+    out.append(size)
+    return out
+
+
+def plan(paths: Sequence[str], tuning: Tuning = DEFAULT) -> list[Piece]:
+    """Pieces of about `tuning.piece_bytes`, in input order."""
+    step = max(1, tuning.piece_bytes)
+    pieces: list[Piece] = []
+    run: list[Segment] = []
+    held = 0
+
+    def close() -> None:
+        nonlocal run, held
+        if run:
+            pieces.append(Piece(len(pieces), tuple(run), held))
+            run, held = [], 0
+
+    for path in paths:
+        size = file_size(path)
+        if size is not None and size > step and not _compressed(path):
+            close()
+            cuts = _cuts(path, size, step)
+            for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+                pieces.append(Piece(len(pieces), (Segment(path, a, b, k),), b - a))
+            continue
+        if held + (size or 0) > step:
+            close()
+        run.append(Segment(path))
+        held += size or 0
+    close()
+    return pieces
+
+
+class _Span:
+    """The bytes [start, end) of a seekable file."""
+
+    def __init__(self, fh: BinaryIO, start: int, end: int) -> None:
+        self.fh = fh
+        self.left = end - start
+        fh.seek(start)
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self.left <= 0:
+            return b""
+        b = self.fh.read(self.left if n < 0 else min(n, self.left))
+        self.left -= len(b)
+        return b
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def read_segment(seg: Segment, stats: ReadStats, tuning: Tuning = DEFAULT) -> Iterator[pl.DataFrame]:
+    """Numbered lines (`path`, `line`, `raw`) of one segment, lines counted from 1; binary lines removed.
+    Notes on damage land in `stats.notes`; those on binary and long lines are the caller's (`count_notes`)."""
+    fh = _open(seg.path, tuning)
+    src: BinaryIO = fh if seg.end is None else _Span(fh, seg.start, seg.end)  # type: ignore[assignment]
+    try:
+        yield from _numbered(src, seg.path, stats, tuning)
+    finally:
+        if fh is not sys.stdin.buffer and seg.path != STDIN:
+            fh.close()

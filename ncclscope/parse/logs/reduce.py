@@ -1,0 +1,238 @@
+"""Parse stage, per-piece reduction: one piece of input -> the compact facts the analysis needs (`PieceFacts`).
+
+A pure function of its input (`reduce_piece`), so pieces can be read by any number of processes and
+merged (`merge.py`). Each batch of lines is split three ways, all vectorised: COLL lines are parsed
+field by field (`collfast`) and reduced at once to per-process facts (`frames_coll`); lines no pattern
+can claim are inert (`inert`): they feed the stream table and the line count only; the rest, a small
+share of a big log, takes the general path (peel, rejoin, families, PyTorch matcher, catalogs), gathered
+across batches into one pass. With `full` every COLL row and every unknown line is kept as well (small
+inputs, or a notebook asking for them); otherwise unknown lines are reduced to the evidence the rules
+may cite (`evidence`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ncclscope import frames_coll as FC
+from ncclscope import schema as S
+from ncclscope.errors import InputError
+from ncclscope.parse.logs import collfacts, collfast, evidence, inert, rejoin, rx, streams
+from ncclscope.parse.logs.catalog import split_known, split_torch_known
+from ncclscope.parse.logs.match import match_families
+from ncclscope.parse.logs.peel import MAX_TEXT
+from ncclscope.parse.logs.pieces import Piece, read_segment
+from ncclscope.parse.logs.prepare import prepare
+from ncclscope.parse.logs.reader import ReadStats
+from ncclscope.parse.logs.runtime_rows import torch_rows
+from ncclscope.tuning import DEFAULT, Tuning
+
+TABLES: dict[str, S.Schema] = {
+    "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
+    "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
+    "torch": S.TORCH, "known": S.KNOWN, "unknown": S.UNKNOWN,
+}
+
+
+@dataclass
+class PieceFacts:
+    """What one piece reduces to (frames small enough to send between processes)."""
+
+    index: int
+    tables: dict[str, pl.DataFrame]
+    procs: pl.DataFrame  # schema.COLL_PROCS
+    seqs: pl.DataFrame  # schema.COLL_SEQS
+    coll_lines: int
+    coll_frame: pl.DataFrame | None  # schema.COLLECTIVES, with `full`
+    streams: pl.DataFrame  # streams.PART
+    unknown_count: int
+    cov: tuple[int, int, int, int]
+    rejoined: dict[str, int]
+    stats: list[tuple[str, int, ReadStats]]  # (path, segment part, its read stats)
+    error: InputError | None = None
+
+
+@dataclass
+class _Acc:
+    full: bool
+    tuning: Tuning
+    tables: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    coll_parts: list[tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=list)
+    coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `full`
+    coll_lines: int = 0
+    streams: list[pl.DataFrame] = field(default_factory=list)
+    pending: list[pl.DataFrame] = field(default_factory=list)  # candidate lines for the general path
+    ends: list[pl.DataFrame] = field(default_factory=list)  # per-file last/latest unknown rows
+    after: list[pl.DataFrame] = field(default_factory=list)  # (path, line) after a `Last error` line
+    widths: dict[str, int] = field(default_factory=dict)  # longest line per file
+    carry: int | None = None  # rejoin window open at the end of the last batch
+    unknown_count: int = 0
+    cov: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    rejoined: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, df: pl.DataFrame) -> None:
+        if df.height:
+            self.tables.setdefault(name, []).append(df)
+
+    # --- one batch ------------------------------------------------------------------------------
+    def batch(self, raw: pl.DataFrame) -> None:
+        self.cov[0] += raw.height
+        self._widths(raw)
+        if self.tuning.fast_paths:
+            coll, heads, rest = collfast.take(raw, full=self.full)
+            self._fast_coll(coll, heads)
+        else:
+            rest = raw
+        if rest.is_empty():
+            return
+        clean = inert.clean_text(rest)
+        if self.tuning.fast_paths:
+            mask, self.carry = inert.candidates(clean, self.carry)
+        else:
+            mask = pl.Series("_all", [True] * rest.height)
+        self._after(rest.filter(mask), clean.filter(mask))
+        if mask.any():
+            self.pending.append(rest.filter(mask))
+        if not mask.all():
+            self._inert(rest.filter(~mask), clean.filter(~mask))
+        if sum(p.height for p in self.pending) >= self.tuning.pending_lines:
+            self.flush(final=False)
+
+    def _widths(self, raw: pl.DataFrame) -> None:
+        w = raw.group_by("path").agg(pl.col("raw").str.len_chars().max().clip(upper_bound=MAX_TEXT).alias("_w"))
+        for path, n in w.iter_rows():
+            self.widths[path] = max(self.widths.get(path, 0), int(n or 0))
+
+    def _fast_coll(self, rows: pl.DataFrame, heads: pl.DataFrame) -> None:
+        """COLL lines `collfast` took: NCCL lines, recognised."""
+        if rows.is_empty():
+            return
+        self.coll_lines += rows.height
+        self.cov[1] += rows.height
+        self.cov[2] += rows.height
+        if self.full:  # small inputs: every row kept, facts from the rows
+            full = collfast.with_heads(rows, heads)
+            self.coll_rows.append(full)
+            self.coll_parts.append(FC.part_facts(full.select(list(FC.ROWS))))
+            self.streams.append(streams.part(full))
+            return
+        procs, seqs, parts = collfacts.facts(rows, heads)
+        self.coll_parts.append((procs, seqs))
+        self.streams.append(parts)
+
+    def _coll(self, coll: pl.DataFrame) -> None:
+        """COLL rows of the general path (schema.COLLECTIVES), counted with the other families."""
+        self.coll_lines += coll.height
+        self.coll_parts.append(FC.part_facts(coll.select(list(FC.ROWS))))
+        if self.full:
+            self.coll_rows.append(S.conform(coll, S.COLLECTIVES))
+
+    def _after(self, cand: pl.DataFrame, clean: pl.Series) -> None:
+        le = clean.str.contains(evidence.LAST_ERROR, literal=True)
+        if le.any():
+            self.after.append(cand.filter(le).select("path", pl.col("line") + 1))
+
+    def _after_frame(self) -> pl.DataFrame:
+        if not self.after:
+            return pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64})
+        return pl.concat(self.after)
+
+    def _inert(self, raw: pl.DataFrame, clean: pl.Series) -> None:
+        rows = inert.rows(raw, clean)
+        self.streams.append(streams.part(rows))
+        live = rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
+        self._unknown(S.conform(live, S.UNKNOWN))
+
+    def _unknown(self, unknown: pl.DataFrame) -> None:
+        self.unknown_count += unknown.height
+        if self.full:
+            self.add("unknown", unknown)
+            return
+        self.add("unknown", evidence.kept(unknown, self._after_frame()))
+        self.ends.append(evidence.ends(unknown))
+
+    # --- the general path, once per gathered set of candidate lines ------------------------------
+    def flush(self, *, final: bool = True) -> None:
+        if not self.pending:
+            return
+        raw = pl.concat(self.pending, how="vertical_relaxed")
+        self.pending = []
+        df = prepare(raw, self.tuning)
+        cut = df.height if final else rejoin.open_tail(df)  # a wrapped run may go on in the next block
+        if cut < df.height:
+            self.pending, df = [raw.slice(cut)], df.slice(0, cut)
+        df, folded = rejoin.rejoin(df, self.widths)
+        for path, n in folded.items():
+            self.rejoined[path] = self.rejoined.get(path, 0) + n
+        self.streams.append(streams.part(df))
+        live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
+        matched, rest = match_families(live)
+        for name, part in matched.tables.items():
+            if name == "collectives":
+                self._coll(part)
+            else:
+                self.add(name, part)
+        nccl_unknown = rest.filter(pl.col("prefixed"))
+        other = rest.filter(~pl.col("prefixed"))
+        torch, other = torch_rows(other)
+        self.add("torch", torch)
+        torch_known, other = split_torch_known(other)  # PyTorch messages torch.lark has no family for
+        self.add("known", torch_known)
+        self.add("warnings", matched.unknown_warnings(nccl_unknown))
+        known, nccl_unknown = split_known(nccl_unknown)  # the catalog names what no family claims
+        self.add("known", known)
+        unknown = pl.concat([nccl_unknown.with_columns(pl.lit(True).alias("is_nccl")),
+                             other.with_columns(pl.lit(False).alias("is_nccl"))], how="vertical_relaxed")
+        self._unknown(S.conform(unknown, S.UNKNOWN))
+        n_nccl = live.filter(pl.col("prefixed")).height + matched.bare_lines + torch.height
+        n_folded = sum(folded.values())  # parts of the line before: NCCL lines, recognised with it
+        self.cov[1] += n_nccl + n_folded
+        self.cov[2] += matched.lines + torch.height + known.height + n_folded
+        self.cov[3] += nccl_unknown.height
+
+    # --- the piece's facts ----------------------------------------------------------------------
+    def facts(self, index: int, stats: list[tuple[str, int, ReadStats]], error: InputError | None) -> PieceFacts:
+        tables = {n: pl.concat(p, how="vertical_relaxed") for n, p in self.tables.items()}
+        if not self.full and self.ends:
+            ends = evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))
+            parts = [p for p in (tables.get("unknown"), ends) if p is not None]
+            tables["unknown"] = pl.concat(parts, how="vertical_relaxed").unique(["path", "line"], keep="first")
+        procs, seqs = FC.merge([p for p, _ in self.coll_parts], [s for _, s in self.coll_parts])
+        frame = pl.concat(self.coll_rows, how="vertical_relaxed") if self.full and self.coll_rows else (
+            S.empty(S.COLLECTIVES) if self.full else None)
+        return PieceFacts(index, tables, procs, seqs, self.coll_lines, frame, streams.merge(self.streams),
+                          self.unknown_count, (self.cov[0], self.cov[1], self.cov[2], self.cov[3]), self.rejoined,
+                          stats, error)
+
+
+def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, full: bool = False) -> PieceFacts:
+    """Read one piece and reduce it to facts. An input that cannot be read ends the piece with its error
+    (raised by the caller, in input order); what was read before it is kept."""
+    with rx.configured(tuning):
+        return _reduce(piece, tuning, full)
+
+
+def _reduce(piece: Piece, tuning: Tuning, full: bool) -> PieceFacts:
+    acc = _Acc(full, tuning)
+    batch: list[pl.DataFrame] = []
+    held = 0
+    stats: list[tuple[str, int, ReadStats]] = []
+    error: InputError | None = None
+    try:
+        for seg in piece.segments:
+            st = ReadStats()
+            stats.append((seg.path, seg.part, st))
+            for chunk in read_segment(seg, st, tuning):
+                batch.append(chunk)
+                held += chunk.height
+                if held >= tuning.batch_lines:
+                    acc.batch(pl.concat(batch))
+                    batch, held = [], 0
+    except InputError as e:
+        error = e
+    if batch:
+        acc.batch(pl.concat(batch))
+    acc.flush()
+    return acc.facts(piece.index, stats, error)
