@@ -21,9 +21,9 @@ RANK = 70
 
 def _best_nccltests(s: Session) -> pl.DataFrame:
     """op, size_bytes → best busbw (either placement, any run) and the line that printed it."""
-    r = s.nccltests.results.filter(pl.col("busbw_gbps").is_not_null()).with_columns(
-        pl.col("op").fill_null("collective")
-    )
+    r = s.nccltests.results.filter(
+        pl.col("busbw_gbps").is_not_null() & pl.col("size_bytes").is_not_null()
+    ).with_columns(pl.col("op").fill_null("collective"))
     return (
         r.sort("busbw_gbps", descending=True)
         .unique(["op", "size_bytes"], keep="first")
@@ -44,7 +44,9 @@ def _trace_busbw(s: Session) -> pl.DataFrame:
                 "text": pl.Utf8,
             }
         )
-    c = a.collectives.filter(pl.col("busbw_gbps").is_not_null() & pl.col("complete"))
+    c = a.collectives.filter(
+        pl.col("busbw_gbps").is_not_null() & pl.col("msg_bytes").is_not_null() & pl.col("complete")
+    )
     g = c.group_by("op", "msg_bytes").agg(
         bw=pl.col("busbw_gbps").median(), n=pl.len(), t=pl.col("transfer_us").median()
     )

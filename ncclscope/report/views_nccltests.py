@@ -88,7 +88,7 @@ _HEAD = ["size (B)", "time out (µs)", "busbw out (GB/s)", "busbw in (GB/s)", "#
 
 def _cells(row: dict[str, Any]) -> list[str]:
     return [
-        f"{row['size_bytes']:,}",
+        f"{row['size_bytes']:,}" if row["size_bytes"] is not None else "?",
         _f(row["time_us_out"]),
         _f(row["busbw_gbps_out"]),
         _f(row["busbw_gbps_in"]),

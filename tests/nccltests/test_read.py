@@ -247,3 +247,44 @@ def test_grammar_rules_compile_with_their_fields() -> None:
         "gpu_name",
     }
     assert {"size_bytes", "oop_wrong", "ip_busbw_gbps", "timestamp"} <= set(patterns.fields("result"))
+
+
+HOSTILE = """\
+# nThread 1 nGpus 99999999999999999999999 minBytes 8 maxBytes 99999999999999999999999 step: 2(factor) warmup iters: 5 iters: 20
+#  Rank 99999999999999999999999 Group  0 Pid -1 on h device  0 [0x00] GPU
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+  99999999999999999999999  2  float  sum  -1  nan  inf  1e999  99999999999999999999999  1.0  -0.5  0.0  N/A
+  134217728  33554432  float  sum  -1  10  1.0  0.01  3  10  1.0  0.01  0
+# Out of bounds values : 99999999999999999999999 FAILED
+# Avg bus bandwidth    : nan
+"""
+
+
+def test_hostile_numbers_become_unknown(tmp_path: Path) -> None:
+    """Numbers beyond 64 bits, nan and inf: unknown (null), never an exception, in the reader, the rules,
+    the report section and diff; the good row next to them is still read and judged."""
+    from ncclscope.diff import diff_sessions
+    from ncclscope.report import document, views_nccltests
+    from ncclscope.report.markdown import render_doc
+    from ncclscope.session import analyze
+
+    p = tmp_path / "all_reduce_perf.log"
+    p.write_text(HOSTILE)
+    f = read_nccltests([str(p)])
+    assert f.results["size_bytes"].to_list() == [None, None, 134217728, 134217728]
+    assert f.results["wrong"].to_list() == [None, None, 3, 0]
+    assert f.summary.select("oob_values", "avg_busbw_gbps").row(0) == (None, None)
+    s = analyze([str(p)])
+    wrong = [x for x in s.findings if x.id == "nccltests-wrong"]
+    assert len(wrong) == 1 and wrong[0].metrics["max_wrong"] == 3
+    assert "| ? |" in render_doc(document.build(s)) and views_nccltests.html(document.build(s))
+    assert diff_sessions(s, s).differences == ()
+    doc = {
+        "version": 3,
+        "start_time": "x",
+        "results": [{"size": 1e30, "count": "inf", "out_of_place": {"bus_bw": 1e400}}],
+    }
+    j = tmp_path / "r.json"
+    j.write_text(json.dumps(doc).replace("Infinity", "1e400"))
+    r = read_nccltests([str(j)]).results
+    assert r["size_bytes"].to_list() == [None] and r["busbw_gbps"].to_list() == [None]

@@ -42,14 +42,17 @@ def _num(v: Any) -> float | None:
         return None
     try:
         x = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return None if math.isnan(x) else x
+    return None if math.isnan(x) or math.isinf(x) else x
 
 
 def _int(v: Any) -> int | None:
+    """An integer that fits Int64 (nccl-tests prints size_t and doubles; a hostile report may not)."""
     x = _num(v.strip() if isinstance(v, str) else v)
-    return int(x) if x is not None else None
+    if x is None or not -(2.0**63) <= x < 2.0**63:
+        return None
+    return int(x)
 
 
 def _get(d: Any, *keys: str) -> Any:

@@ -70,6 +70,12 @@ def _typed(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns([pl.col(c).cast(pl.Int64, strict=False) for c in _I64 if c in df.columns])
 
 
+def _float(col: str) -> pl.Expr:
+    """A number column: nan, inf and what does not parse are unknown (null), as in the JSON reader."""
+    x = pl.col(col).cast(pl.Float64, strict=False)
+    return pl.when(x.is_finite()).then(x)
+
+
 def _op(program: pl.Expr) -> pl.Expr:
     """`all_reduce_perf_mpi` → `all_reduce` (what a program name or a command line names)."""
     return program.str.extract(patterns.unanchored("program_mention"), 1)
@@ -122,8 +128,7 @@ def _results(rows: pl.DataFrame, tl: pl.DataFrame, path: str) -> pl.DataFrame:
     rows = _typed(rows).join(tl, on="line", how="left").with_columns(op=pl.coalesce("op", _op(pl.lit(path))))
     sides = []
     for side, prefix in (("out", "oop_"), ("in", "ip_")):
-        wrong_txt = pl.col(f"{prefix}wrong")
-        value = wrong_txt.cast(pl.Float64, strict=False)
+        value = _float(f"{prefix}wrong")
         integral = value.is_not_null() & (value == value.floor())
         is_count = (pl.col("err") == "wrong") | (pl.col("err").is_null() & integral)
         sides.append(
@@ -138,9 +143,9 @@ def _results(rows: pl.DataFrame, tl: pl.DataFrame, path: str) -> pl.DataFrame:
                 "redop",
                 "root",
                 pl.lit(side).alias("placement"),
-                pl.col(f"{prefix}time_us").cast(pl.Float64, strict=False).alias("time_us"),
-                pl.col(f"{prefix}algbw_gbps").cast(pl.Float64, strict=False).alias("algbw_gbps"),
-                pl.col(f"{prefix}busbw_gbps").cast(pl.Float64, strict=False).alias("busbw_gbps"),
+                _float(f"{prefix}time_us").alias("time_us"),
+                _float(f"{prefix}algbw_gbps").alias("algbw_gbps"),
+                _float(f"{prefix}busbw_gbps").alias("busbw_gbps"),
                 pl.when(is_count).then(value.cast(pl.Int64, strict=False)).alias("wrong"),
                 pl.when(~is_count).then(value).alias("max_error"),
                 pl.col("raw").alias("text"),
@@ -171,7 +176,7 @@ def parse_text(path: str, text: str) -> TextFrames:
 
 def _summary(found: dict[str, pl.DataFrame], tl: pl.DataFrame, path: str) -> pl.DataFrame:
     avg = _with_run(found["avg_bw"], tl).select(
-        "run", "line", pl.col("avg_busbw_gbps").cast(pl.Float64, strict=False), text="raw"
+        "run", "line", _float("avg_busbw_gbps").alias("avg_busbw_gbps"), text="raw"
     )
     oob = _with_run(found["oob"], tl).select("run", "oob_values", oob_line="line", oob_text="raw")
     if avg.is_empty() and oob.is_empty():
