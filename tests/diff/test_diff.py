@@ -189,3 +189,12 @@ def test_traces_clean_vs_straggler() -> None:
         a_us, b_us = (float(v.split()[0].replace(",", "")) for v in (x.a, x.b))
         assert a_us < 1000 and b_us > 190_000
     assert diff_sessions(clean, clean).differences == ()
+
+
+def test_rccl_against_nccl(shared_dir: Path) -> None:
+    """MangoBoost MI300X (RCCL's own banner `RCCL version : 2.22.3-HEAD:271856d`, no NCCL prefix) against
+    Dell H200 (NCCL 2.22.3): one library fact that differs, not two facts each run prints alone."""
+    d = _corpus(shared_dir, "mlperf50mangoboost_mi300x_2node_lora", "mlperf50dell_2x8_h200_retinanet")
+    v = _one(d, "versions", "NCCL")
+    assert (v.a, v.b, v.relevant) == ("RCCL 2.22.3-HEAD:271856d", "2.22.3", True)
+    assert v.evidence_a[0].line == 43 and v.evidence_a[0].text == "RCCL version : 2.22.3-HEAD:271856d"
