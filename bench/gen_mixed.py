@@ -61,18 +61,18 @@ class App:
         r = self.rng
         out = [self.mllog("train_loss", f"{r.uniform(1.5, 3.0):.6f}", step),
                self.mllog("throughput", f"{r.uniform(900, 1100):.2f}", step),
-               f"step {step}: loss {r.uniform(1.5, 3.0):.4f} grad_norm {r.uniform(0.1, 2):.4f} "
-               f"tokens/s {r.randrange(90000, 110000)} mem_alloc {r.uniform(30, 70):.1f}GiB",
+               (f"step {step}: loss {r.uniform(1.5, 3.0):.4f} grad_norm {r.uniform(0.1, 2):.4f} "
+                f"tokens/s {r.randrange(90000, 110000)} mem_alloc {r.uniform(30, 70):.1f}GiB"),
                self.tqdm(step % 1000, 1000)]
         if step % 7 == 0:
-            out += ["/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: "
-                    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version 2.4 "
-                    "we will raise an exception if use_reentrant is not passed.",
+            out += [("/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: "
+                     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version 2.4 "
+                     "we will raise an exception if use_reentrant is not passed."),
                     "  warnings.warn("]
         if step % 211 == 0:
             out += ["Traceback (most recent call last):",
-                    '  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/worker.py", line 308, '
-                    "in _worker_loop",
+                    ('  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/worker.py", line 308, '
+                     "in _worker_loop"),
                     "    data = fetcher.fetch(index)",
                     '  File "/workspace/llama2/data.py", line 88, in __getitem__',
                     "    raise ValueError(f'bad sample {idx}')",

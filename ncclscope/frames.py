@@ -84,7 +84,7 @@ class LogFrames:
     inputs: tuple[InputInfo, ...] = ()
     coverage: Coverage = Coverage()
     notes: tuple[str, ...] = ()  # counted warnings about the input (skipped binary runs, truncated gzip, …)
-    # Big inputs keep only the facts and the evidence lines; these read them again for the full frames.
+    # The per-line frames are read again on demand (`collectives`, and `unknown_lines` for big inputs).
     unknown_count: int | None = None  # rows of `unknown_lines` when `unknown` holds only the evidence
     rebuild: Callable[[], FullFrames] | None = None
 
@@ -96,8 +96,8 @@ class LogFrames:
 
     @functools.cached_property
     def collectives(self) -> pl.DataFrame:
-        """schema.COLLECTIVES, one row per COLL line: kept for small inputs, else read again on first use
-        (`coll.lines` rows; about 0.5 KB each in memory)."""
+        """schema.COLLECTIVES, one row per COLL line: read again from the inputs on first use (`coll.lines`
+        rows, about 0.5 KB each in memory); kept from the start only for stdin and hand-built frames."""
         return self.coll.frame if self.coll.frame is not None else self._full.collectives
 
     @functools.cached_property

@@ -8,6 +8,8 @@ from pathlib import Path
 import polars as pl
 from polars.testing import assert_frame_equal
 
+from ncclscope import frames_coll as FC
+from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
 from ncclscope.parse.logs import collfast
 from ncclscope.parse.logs.reader import ReadStats, read_chunks
@@ -55,7 +57,14 @@ def _same(paths: list[str], **kw: int) -> None:
             assert_frame_equal(getattr(fast, name), getattr(plain, name))
         except AssertionError as e:
             raise AssertionError(f"{name}: {e}") from None
-    assert_frame_equal(fast.coll.procs, plain.coll.procs)
+    assert_frame_equal(fast.coll.procs.drop("seq"), plain.coll.procs.drop("seq"))
+    assert_frame_equal(_sets(fast), _sets(plain))
+
+
+def _sets(lf: LogFrames) -> pl.DataFrame:
+    """Each process key's set of (opCount, signature) pairs (the hash naming a set may differ by path)."""
+    keyed = lf.coll.procs.select(*FC.KEY, "seq").join(lf.coll.seqs, on="seq", how="left").drop("seq")
+    return keyed.sort(pl.all(), nulls_last=True)
 
 
 def test_fast_path_equals_general_path(tmp_path: Path) -> None:
@@ -117,5 +126,7 @@ def test_facts_of_big_inputs_equal_those_of_the_full_frame(tmp_path: Path) -> No
     small = read_logs([str(path)])
     big = read_logs([str(path)], tuning=Tuning(full_frames_max_bytes=0, batch_lines=500))
     assert big.coll.frame is None and big.coll.lines == small.coll.lines == 3000
+    assert big.unknown_count == 0 and small.unknown_count is None
     assert_frame_equal(big.coll.procs.drop("seq"), small.coll.procs.drop("seq"))
+    assert_frame_equal(_sets(big), _sets(small))
     assert_frame_equal(big.collectives, small.collectives)  # read again on demand

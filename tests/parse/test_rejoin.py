@@ -146,7 +146,7 @@ def test_run_across_a_block_boundary() -> None:
     """The general path is flushed every `pending_lines` lines; a run open at the end of a block waits for the next."""
     lines = [f"{P}Using network IB", f"{P}cudaDriverVersion 12010", f"{P}NET/IB : Using [0]mlx5_0:1/IB",
              "[1]mlx5_1:1/IB", "[2]mlx5_2:1/IB ; OOB eth0:10.0.0.1<0>", f"{P}Using network IB"]
-    acc = reduce._Acc(True, Tuning(pending_lines=3))
+    acc = reduce._Acc(reduce.Keep(unknown=True), Tuning(pending_lines=3))
     acc.batch(_chunk(lines[:4], 1))  # flushed here: the NET/IB run is held back
     acc.batch(_chunk(lines[4:], 5))
     acc.flush()

@@ -102,7 +102,7 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     if heads.height < rows["_head"].n_unique():
         rows = rows.filter(pl.col("_head").is_in(heads["_head"].implode()))
     taken = mask.arg_true().gather(rows["_c"])
-    mask = pl.Series("_t", [False] * raw.height).scatter(taken, True)
+    mask = pl.repeat(False, raw.height, eager=True).scatter(taken, True)
     return rows.drop("_c"), heads, raw.filter(~mask)
 
 

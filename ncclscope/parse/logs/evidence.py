@@ -48,22 +48,27 @@ def keep_pattern() -> str:
     return "|".join(f"(?:{p})" for p in KEEP)
 
 
-def kept(unknown: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
-    """The evidence rows of a part's unknown rows: NCCL-prefixed, matching `KEEP`, or at (path, line) in
-    `after` (lines after a `Last error` line). Positional rows (last, latest) are added by `ends`."""
-    text = pl.col("text").fill_null("")
-    mark = pl.col("is_nccl").fill_null(False) | text.str.contains(keep_pattern())
+def kept(unknown: pl.DataFrame, after: pl.DataFrame, *, patterns: bool = True) -> pl.DataFrame:
+    """The evidence rows of a part's unknown rows: NCCL-prefixed, matching `KEEP` (when `patterns`: lines
+    known to hold no needle of it skip the pass), or at (path, line) in `after` (lines after a `Last
+    error` line). Positional rows (last, latest) are added by `ends`."""
+    mark = pl.col("is_nccl").fill_null(False)
+    if patterns:
+        mark = mark | pl.col("text").fill_null("").str.contains(keep_pattern())
+    out = unknown.filter(mark)
     if not after.is_empty():
-        mark = mark | pl.struct("path", "line").is_in(after.select(pl.struct("path", "line")).to_series().implode())
-    return unknown.filter(mark)
+        out = pl.concat([out, unknown.join(after, on=["path", "line"], how="semi")]).unique(["path", "line"],
+                                                                                          maintain_order=True)
+    return out
 
 
 def ends(unknown: pl.DataFrame) -> pl.DataFrame:
     """Per file: its last unknown row and the first one with its latest timestamp."""
     if unknown.is_empty():
         return unknown
-    last = pl.col("line") == pl.col("line").max().over("path")
-    ts = pl.col("ts_us")
-    latest = ts.is_not_null() & (ts == ts.max().over("path"))
-    first_latest = latest & (pl.col("line") == pl.col("line").filter(latest).min().over("path"))
-    return unknown.filter(last | first_latest)
+    last = unknown.sort("path", "line").unique("path", keep="last", maintain_order=True)
+    timed = unknown.filter(pl.col("ts_us").is_not_null())
+    if timed.is_empty():
+        return last
+    latest = timed.sort("path", "ts_us", "line", descending=[False, True, False]).unique("path", keep="first")
+    return pl.concat([last, latest]).unique(["path", "line"], maintain_order=True)

@@ -18,12 +18,7 @@ run (a few per file: `12: `, `[rank3]:`) is peeled with the general path's own l
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
-import json
-import os
-from pathlib import Path
 
 import polars as pl
 
@@ -37,39 +32,33 @@ from ncclscope.parse.logs.runtime_lines import ANCHOR
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).
 PREFIX_POSSIBLE = r"(?:NCCL |\d\] ).*(?:INFO|WARN|CALL|TRACE|ABORT)|\d WARN"
-_DIRTY = rf"(?:{peel.ANSI})|[\s│]$"
+# The same with ASCII digits (a literal prefilter finds its starts), and what a non-ASCII line needs
+# (a Unicode digit before `] ` or ` WARN`): together a necessary condition again, many times faster.
+_PREFIX_ASCII = r"(?:NCCL |[0-9]\] ).*(?:INFO|WARN|CALL|TRACE|ABORT)|[0-9] WARN"
+_PREFIX_WIDE = r"\] | WARN"
+_TRAIL = r"[\s│]$"  # `peel.clean` strips these (and ANSI residue): lines with neither are clean already
 
 
 @functools.cache
 def needle_set() -> frozenset[str]:
     """Literals one of which every line a family, the PyTorch matcher, a catalog format or `KEEP` may
-    claim contains (read off the patterns once, then kept on disk by their hash: ~0.5 s to compute)."""
-    pats = [G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *evidence.KEEP]
-    key = hashlib.sha256("\n".join([str(needles.VERSION), *pats]).encode()).hexdigest()[:16]
-    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / f"needles-{key}.json"
-    try:
-        found: list[str] | None = json.loads(path.read_text())
-    except (OSError, ValueError):
-        lits = needles.of_all(pats)
-        found = None if lits is None else sorted(lits)
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(found))
-            tmp.replace(path)
-    if found is None:  # a pattern without needles: every line is a candidate
+    claim contains."""
+    pats = tuple([G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *evidence.KEEP])
+    found = needles.cached(pats)
+    if any(f is None for f in found):  # a pattern without needles: every line is a candidate
         return frozenset({""})
-    return frozenset(found) | frozenset(torch_needles()) | {evidence.LAST_ERROR}
+    return frozenset().union(*[f for f in found if f]) | frozenset(torch_needles()) | {evidence.LAST_ERROR}
 
 
 @functools.cache
 def candidate_pattern() -> str:
-    return f"{PREFIX_POSSIBLE}|{needles.regex(needle_set())}"
+    return f"{_PREFIX_ASCII}|{needles.regex(needle_set())}"
 
 
 def clean_text(raw: pl.DataFrame) -> pl.Series:
     """`peel.clean` of the `raw` column, computed only for the few lines it changes."""
-    dirty = raw["raw"].str.contains(_DIRTY).fill_null(False)
+    r = raw["raw"]
+    dirty = (r.str.contains(peel.ANSI) | r.str.contains(_TRAIL)).fill_null(False)
     if not dirty.any():
         return raw["raw"].alias("clean")
     fixed = peel.clean(raw.filter(dirty).select("raw", pl.int_range(pl.len()).alias("_row")))["clean"]
@@ -82,7 +71,13 @@ def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | No
     block before goes on here."""
     n = clean.len()
     hit = clean.str.contains(candidate_pattern()).fill_null(False)
-    pre = clean.str.contains(PREFIX_POSSIBLE).fill_null(False) if hit.any() else hit
+    wide = clean.str.len_bytes() != clean.str.len_chars()
+    if wide.any():
+        hit = hit | (wide & clean.str.contains(_PREFIX_WIDE)).fill_null(False)
+    pre = hit
+    if hit.any():  # the lines that may carry a prefix (a few): where the rejoin windows start
+        at = hit.arg_true()
+        pre = pl.repeat(False, n, eager=True).scatter(at, clean.gather(at).str.contains(PREFIX_POSSIBLE).fill_null(False))
     if not pre.any():
         if carry is None or carry > MAX_RUN:
             return hit, None
@@ -112,8 +107,11 @@ def wrapper_fields(clean: pl.Series) -> pl.DataFrame:
 def rows(raw: pl.DataFrame, clean: pl.Series) -> pl.DataFrame:
     """Inert lines as rows: ORIGIN columns (no prefix fields) and `_msg_len`."""
     w = wrapper_fields(clean)
-    longest = raw["raw"].str.len_bytes().max()
-    text = raw["raw"].str.slice(0, MAX_TEXT) if isinstance(longest, int) and longest > MAX_TEXT else raw["raw"]
+    text = raw["raw"]
+    long = text.str.len_bytes() > MAX_TEXT  # bytes >= characters: only these may need the cut
+    if long.any():
+        at = long.arg_true()
+        text = text.scatter(at, text.gather(at).str.slice(0, MAX_TEXT))
     return pl.DataFrame([raw["path"], raw["line"], text.alias("text")]).with_columns(
         *[pl.lit(None, S.ORIGIN[c]).alias(c) for c in ("host", "pid", "tid", "cuda_dev")], w["rank_hint"], w["ts_us"],
         w["_msg_len"])

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs import rx
+from ncclscope.parse.logs import needles, rx
 from ncclscope.parse.logs.families import FAMILIES, VARYING
 from ncclscope.parse.logs.transform import to_table, typed_fields, warning_rows
 
@@ -70,9 +70,17 @@ def dispatch_pattern() -> str:
     return rf"^(?:{alts})$"
 
 
+@functools.cache
+def _needles() -> tuple[frozenset[str] | None, ...]:
+    return needles.cached(tuple(G.rule_regex(f, capture=False) for f in G.families()))
+
+
 def first_family(msg: str) -> int | None:
-    """Python reference of the dispatch: index of the first family whose pattern matches `msg` whole."""
-    return next((i for i, p in enumerate(_py_patterns()) if p.match(msg)), None)
+    """Python reference of the dispatch: index of the first family whose pattern matches `msg` whole.
+    A family whose needles (`needles.literals`: text every match holds) are not in `msg` is skipped."""
+    lits = _needles()
+    return next((i for i, p in enumerate(_py_patterns())
+                 if (lits[i] is None or needles.contains_one(msg, lits[i])) and p.match(msg)), None)
 
 
 def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:

@@ -20,7 +20,7 @@ from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, in_order
 from ncclscope.parse.logs import streams
 from ncclscope.parse.logs.reader import ReadStats, count_notes
-from ncclscope.parse.logs.reduce import TABLES, PieceFacts
+from ncclscope.parse.logs.reduce import TABLES, Keep, PieceFacts
 from ncclscope.tuning import Tuning
 
 
@@ -84,7 +84,7 @@ def _table(parts: list[pl.DataFrame], schema: S.Schema) -> pl.DataFrame:
 class Merged:
     """Every piece's facts combined (see the module docstring)."""
 
-    def __init__(self, facts: Sequence[PieceFacts], paths: Sequence[str], tuning: Tuning, *, full: bool) -> None:
+    def __init__(self, facts: Sequence[PieceFacts], paths: Sequence[str], tuning: Tuning, *, keep: Keep) -> None:
         ordered = sorted(facts, key=lambda f: f.index)
         errors = [f.error for f in ordered if f.error is not None]
         if errors:
@@ -100,12 +100,12 @@ class Merged:
             what = "empty" if total == 0 else "binary data, not text"
             raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])})")
         self.tables = {n: _table([f.tables[n] for f in ordered if n in f.tables], s) for n, s in TABLES.items()}
-        if not full:
+        if not keep.unknown:
             self.tables["unknown"] = self.tables["unknown"].unique(["path", "line"], keep="first", maintain_order=True)
         self.procs, self.seqs = FC.merge([f.procs for f in ordered], [f.seqs for f in ordered])
         self.coll_lines = sum(f.coll_lines for f in ordered)
         frames = [f.coll_frame for f in ordered if f.coll_frame is not None and f.coll_frame.height]
-        self.coll_frame = _table(frames, S.COLLECTIVES) if full else None
+        self.coll_frame = _table(frames, S.COLLECTIVES) if keep.coll else None
         self.streams = streams.final(streams.merge([f.streams for f in ordered]))
         self.unknown_count = sum(f.unknown_count for f in ordered)
         c = [sum(f.cov[i] for f in ordered) for i in range(4)]

@@ -11,14 +11,20 @@ match nothing, a line it drops matches none of the patterns, so results do not c
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 from re import _constants as C  # the regex parser's opcode names
 from re import _parser as P
 
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)
-VERSION = 1  # bump when the extraction changes (cached results are keyed by it)
+MAX_ALTS = 16  # strings a multiplied-out needle set may hold
+VERSION = 3  # bump when the extraction changes (cached results are keyed by it)
 
 
 @functools.cache
@@ -39,43 +45,95 @@ def _sub(items: Iterable[tuple[Any, Any]], ci: bool) -> set[str] | None:
     return _best(list(items), ci)
 
 
+def _exact(op: Any, av: Any, ci: bool) -> set[str] | None:
+    """The few strings a node matches when it matches exactly one of them (`PG|Rank`, `[Ww]`), else None."""
+    if op is C.LITERAL:
+        return {chr(av)}
+    if op is C.IN:
+        chars: set[str] = set()
+        for o, v in av:
+            if o is C.LITERAL:
+                chars.add(chr(v))
+            elif o is C.RANGE and v[1] - v[0] < MAX_ALTS:
+                chars |= {chr(c) for c in range(v[0], v[1] + 1)}
+            else:  # a negated set, a category (`\d` is any Unicode digit): no finite list
+                return None
+        return chars if 0 < len(chars) <= MAX_ALTS else None
+    if op is C.SUBPATTERN:
+        _, add, _, sub = av
+        return None if add & C.SRE_FLAG_IGNORECASE and not ci else _seq_exact(list(sub), ci)
+    if op is C.BRANCH:
+        out: set[str] = set()
+        for branch in av[1]:
+            b = _seq_exact(list(branch), ci)
+            if b is None:
+                return None
+            out |= b
+        return out if len(out) <= MAX_ALTS else None
+    return None
+
+
+def _seq_exact(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
+    cur = {""}
+    for op, av in items:
+        e = _exact(op, av, ci)
+        if e is None:
+            return None
+        cur = {a + b for a in cur for b in e}
+        if len(cur) > MAX_ALTS:
+            return None
+    return cur
+
+
 def _best(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
-    """The candidate set of a sequence whose shortest literal is longest (each candidate is required)."""
+    """The candidate set of a sequence whose shortest literal is longest (each candidate is required).
+    Adjacent nodes that match one of a few exact strings are multiplied out (`\\[(?:PG|Rank) ` gives
+    `[PG ` and `[Rank `), so that needles are long."""
     cands: list[set[str]] = []
-    run: list[str] = []
+    cur = {""}
 
     def flush() -> None:
-        if run:
-            text = "".join(run)
-            cands.append({("(?i)" + text.lower()) if ci else text})
-            run.clear()
+        nonlocal cur
+        if cur != {""}:
+            cands.append({("(?i)" + t.lower()) if ci else t for t in cur})
+        cur = {""}
 
     for op, av in items:
-        if op is C.LITERAL:
-            run.append(chr(av))
+        e = _exact(op, av, ci)
+        if e is not None and len(cur) * len(e) <= MAX_ALTS:
+            cur = {a + b for a in cur for b in e}
             continue
         flush()
+        if e is not None:
+            cur = e
+            continue
         if op is C.SUBPATTERN:
             _, add, _, sub = av
-            s = _sub(sub, ci or bool(add & C.SRE_FLAG_IGNORECASE))
-            if s:
-                cands.append(s)
+            found = _sub(sub, ci or bool(add & C.SRE_FLAG_IGNORECASE))
+            if found:
+                cands.append(found)
         elif op is C.BRANCH:
             union: set[str] = set()
             for branch in av[1]:
-                s = _sub(branch, ci)
-                if not s:
+                found = _sub(branch, ci)
+                if not found:
                     union = set()
                     break
-                union |= s
+                union |= found
             if union:
                 cands.append(union)
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-            lo, _, sub = av
+            lo, hi, sub = av
+            one = _seq_exact(list(sub), ci) if lo >= 1 else None
+            if one is not None and len(one) == 1 and lo <= 64:  # `\.{3,}`: three dots at least
+                cur = {next(iter(one)) * lo}
+                if hi != lo:
+                    flush()
+                continue
             if lo >= 1:
-                s = _sub(sub, ci)
-                if s:
-                    cands.append(s)
+                found = _sub(sub, ci)
+                if found:
+                    cands.append(found)
     flush()
     if not cands:
         return None
@@ -109,3 +167,36 @@ def of_all(patterns: Iterable[str]) -> frozenset[str] | None:
             return None
         out |= lits
     return frozenset(out)
+
+
+@functools.cache
+def cached(patterns: tuple[str, ...]) -> tuple[frozenset[str] | None, ...]:
+    """`literals` of each pattern, kept on disk by the patterns' hash (parsing ~90 big patterns costs ~0.4 s)."""
+    key = hashlib.sha256("\n".join([str(VERSION), *patterns]).encode()).hexdigest()[:16]
+    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / f"needles-{key}.json"
+    try:
+        found: list[list[str] | None] = json.loads(path.read_text())
+        if len(found) == len(patterns):
+            return tuple(None if f is None else frozenset(f) for f in found)
+    except (OSError, ValueError):
+        pass
+    out = tuple(literals(p) for p in patterns)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([None if f is None else sorted(f) for f in out]))
+        tmp.replace(path)
+    return out
+
+
+def contains_one(text: str, lits: frozenset[str]) -> bool:
+    """Python check that `text` holds one of the needles (`(?i)` ones case-insensitively)."""
+    folded = None
+    for n in lits:
+        if n.startswith("(?i)"):
+            folded = text.lower() if folded is None else folded
+            if n[4:] in folded:
+                return True
+        elif n in text:
+            return True
+    return False

@@ -17,7 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 
 from ncclscope.parse.logs.pieces import Piece
-from ncclscope.parse.logs.reduce import PieceFacts, reduce_piece
+from ncclscope.parse.logs.reduce import Keep, PieceFacts, reduce_piece
 from ncclscope.tuning import Tuning
 
 Progress = Callable[[PieceFacts], None]
@@ -35,7 +35,7 @@ def worker_count(tuning: Tuning, pieces: Sequence[Piece]) -> int:
     return max(0, min(want, len(pieces) - 1))
 
 
-def run(pieces: Sequence[Piece], tuning: Tuning, *, full: bool, progress: Progress | None = None) -> list[PieceFacts]:
+def run(pieces: Sequence[Piece], tuning: Tuning, *, keep: Keep, progress: Progress | None = None) -> list[PieceFacts]:
     """Facts of every piece (in no particular order)."""
     workers = worker_count(tuning, pieces)
     done: list[PieceFacts] = []
@@ -48,7 +48,7 @@ def run(pieces: Sequence[Piece], tuning: Tuning, *, full: bool, progress: Progre
     todo = deque(pieces)
     if workers == 0:
         while todo:
-            finish(reduce_piece(todo.popleft(), tuning, full))
+            finish(reduce_piece(todo.popleft(), tuning, keep))
         return done
     ctx = multiprocessing.get_context("spawn")
     inflight: dict[Future[PieceFacts], Piece] = {}
@@ -57,9 +57,9 @@ def run(pieces: Sequence[Piece], tuning: Tuning, *, full: bool, progress: Progre
             while todo or inflight:
                 while todo and len(inflight) < 2 * workers:  # one running and one queued per worker
                     p = todo.popleft()
-                    inflight[pool.submit(reduce_piece, p, tuning, full)] = p
+                    inflight[pool.submit(reduce_piece, p, tuning, keep)] = p
                 if todo:
-                    finish(reduce_piece(todo.pop(), tuning, full))  # the caller's share, from the back
+                    finish(reduce_piece(todo.pop(), tuning, keep))  # the caller's share, from the back
                 ready, _ = wait(list(inflight), timeout=0 if todo else None, return_when=FIRST_COMPLETED)
                 for fut in ready:
                     piece = inflight.pop(fut)
@@ -71,5 +71,5 @@ def run(pieces: Sequence[Piece], tuning: Tuning, *, full: bool, progress: Progre
     except BrokenProcessPool:
         todo.extend(inflight.values())
         while todo:
-            finish(reduce_piece(todo.popleft(), tuning, full))
+            finish(reduce_piece(todo.popleft(), tuning, keep))
     return done

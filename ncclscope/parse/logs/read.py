@@ -22,7 +22,7 @@ from ncclscope.parse.logs import pool
 from ncclscope.parse.logs.merge import Merged
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import file_size
-from ncclscope.parse.logs.reduce import PieceFacts
+from ncclscope.parse.logs.reduce import Keep, PieceFacts
 from ncclscope.tuning import DEFAULT, Tuning
 
 __all__ = ["prepare", "read_logs"]
@@ -32,7 +32,7 @@ def _fmt(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1_000_000 else f"{n / 1e3:.1f}k" if n >= 10_000 else str(n)
 
 
-def _merged(paths: Sequence[str], tuning: Tuning, full: bool, progress: Callable[[str], None] | None) -> Merged:
+def _merged(paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None) -> Merged:
     plan = P.plan(paths, tuning)
     done = [0, 0]  # pieces, lines
 
@@ -42,22 +42,28 @@ def _merged(paths: Sequence[str], tuning: Tuning, full: bool, progress: Callable
         if progress is not None:
             progress(f"read {done[0]}/{len(plan)} parts, {_fmt(done[1])} lines")
 
-    return Merged(pool.run(plan, tuning, full=full, progress=tick), paths, tuning, full=full)
+    return Merged(pool.run(plan, tuning, keep=keep, progress=tick), paths, tuning, keep=keep)
 
 
 def _full_frames(paths: Sequence[str], tuning: Tuning) -> FullFrames:
-    m = _merged(paths, tuning, True, None)
+    m = _merged(paths, tuning, Keep(unknown=True, coll=True), None)
     assert m.coll_frame is not None
     return FullFrames(m.coll_frame, m.tables["unknown"])
 
 
 def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = None,
               tuning: Tuning = DEFAULT) -> LogFrames:
-    """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read."""
+    """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read.
+
+    The COLL lines are kept as facts (`LogFrames.coll`); `LogFrames.collectives` reads the input again
+    when asked (stdin, which cannot be read twice, keeps them). Unknown lines are kept whole for inputs
+    up to `tuning.full_frames_max_bytes`, else only those rules may cite (`LogFrames.unknown_lines` reads
+    them all again)."""
+    stdin = STDIN in paths
     size = sum(file_size(p) or 0 for p in paths)
-    full = size <= tuning.full_frames_max_bytes or STDIN in paths  # stdin cannot be read twice
-    m = _merged(paths, tuning, full, progress)
+    keep = Keep(unknown=size <= tuning.full_frames_max_bytes or stdin, coll=stdin)
+    m = _merged(paths, tuning, keep, progress)
     coll = CollFacts(m.procs, m.seqs, m.coll_lines, m.coll_frame)
     return LogFrames(**{n: t for n, t in m.tables.items()}, coll=coll, streams=m.streams, inputs=tuple(m.inputs),
-                     coverage=m.coverage, notes=m.notes, unknown_count=None if full else m.unknown_count,
-                     rebuild=None if full else partial(_full_frames, tuple(paths), tuning))
+                     coverage=m.coverage, notes=m.notes, unknown_count=None if keep.unknown else m.unknown_count,
+                     rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning))

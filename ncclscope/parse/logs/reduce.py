@@ -5,9 +5,9 @@ merged (`merge.py`). Each batch of lines is split three ways, all vectorised: CO
 field by field (`collfast`) and reduced at once to per-process facts (`frames_coll`); lines no pattern
 can claim are inert (`inert`): they feed the stream table and the line count only; the rest, a small
 share of a big log, takes the general path (peel, rejoin, families, PyTorch matcher, catalogs), gathered
-across batches into one pass. With `full` every COLL row and every unknown line is kept as well (small
-inputs, or a notebook asking for them); otherwise unknown lines are reduced to the evidence the rules
-may cite (`evidence`).
+across batches into one pass. `Keep` says which per-line frames are kept besides: every unknown line
+(small inputs; else the evidence the rules may cite, `evidence`), every COLL row (a notebook asking for
+them, stdin).
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ TABLES: dict[str, S.Schema] = {
 }
 
 
+@dataclass(frozen=True)
+class Keep:
+    """Which per-line frames a reduction keeps besides the facts."""
+
+    unknown: bool = False  # every unknown line (else the evidence lines rules may cite)
+    coll: bool = False  # every COLL line as a COLLECTIVES row
+
+
 @dataclass
 class PieceFacts:
     """What one piece reduces to (frames small enough to send between processes)."""
@@ -45,7 +53,7 @@ class PieceFacts:
     procs: pl.DataFrame  # schema.COLL_PROCS
     seqs: pl.DataFrame  # schema.COLL_SEQS
     coll_lines: int
-    coll_frame: pl.DataFrame | None  # schema.COLLECTIVES, with `full`
+    coll_frame: pl.DataFrame | None  # schema.COLLECTIVES, with `keep.coll`
     streams: pl.DataFrame  # streams.PART
     unknown_count: int
     cov: tuple[int, int, int, int]
@@ -56,11 +64,11 @@ class PieceFacts:
 
 @dataclass
 class _Acc:
-    full: bool
+    keep: Keep
     tuning: Tuning
     tables: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
     coll_parts: list[tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=list)
-    coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `full`
+    coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `keep.coll`
     coll_lines: int = 0
     streams: list[pl.DataFrame] = field(default_factory=list)
     pending: list[pl.DataFrame] = field(default_factory=list)  # candidate lines for the general path
@@ -81,7 +89,7 @@ class _Acc:
         self.cov[0] += raw.height
         self._widths(raw)
         if self.tuning.fast_paths:
-            coll, heads, rest = collfast.take(raw, full=self.full)
+            coll, heads, rest = collfast.take(raw, full=self.keep.coll)
             self._fast_coll(coll, heads)
         else:
             rest = raw
@@ -91,7 +99,7 @@ class _Acc:
         if self.tuning.fast_paths:
             mask, self.carry = inert.candidates(clean, self.carry)
         else:
-            mask = pl.Series("_all", [True] * rest.height)
+            mask = pl.repeat(True, rest.height, eager=True)
         self._after(rest.filter(mask), clean.filter(mask))
         if mask.any():
             self.pending.append(rest.filter(mask))
@@ -112,7 +120,7 @@ class _Acc:
         self.coll_lines += rows.height
         self.cov[1] += rows.height
         self.cov[2] += rows.height
-        if self.full:  # small inputs: every row kept, facts from the rows
+        if self.keep.coll:  # every row kept (on demand, stdin), facts from the rows
             full = collfast.with_heads(rows, heads)
             self.coll_rows.append(full)
             self.coll_parts.append(FC.part_facts(full.select(list(FC.ROWS))))
@@ -126,7 +134,7 @@ class _Acc:
         """COLL rows of the general path (schema.COLLECTIVES), counted with the other families."""
         self.coll_lines += coll.height
         self.coll_parts.append(FC.part_facts(coll.select(list(FC.ROWS))))
-        if self.full:
+        if self.keep.coll:
             self.coll_rows.append(S.conform(coll, S.COLLECTIVES))
 
     def _after(self, cand: pl.DataFrame, clean: pl.Series) -> None:
@@ -141,16 +149,16 @@ class _Acc:
 
     def _inert(self, raw: pl.DataFrame, clean: pl.Series) -> None:
         rows = inert.rows(raw, clean)
-        self.streams.append(streams.part(rows))
+        self.streams.append(streams.part(rows, pid=False))
         live = rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
-        self._unknown(S.conform(live, S.UNKNOWN))
+        self._unknown(S.conform(live, S.UNKNOWN), patterns=False)  # no `KEEP` needle: not a candidate
 
-    def _unknown(self, unknown: pl.DataFrame) -> None:
+    def _unknown(self, unknown: pl.DataFrame, *, patterns: bool = True) -> None:
         self.unknown_count += unknown.height
-        if self.full:
+        if self.keep.unknown:
             self.add("unknown", unknown)
             return
-        self.add("unknown", evidence.kept(unknown, self._after_frame()))
+        self.add("unknown", evidence.kept(unknown, self._after_frame(), patterns=patterns))
         self.ends.append(evidence.ends(unknown))
 
     # --- the general path, once per gathered set of candidate lines ------------------------------
@@ -195,27 +203,27 @@ class _Acc:
     # --- the piece's facts ----------------------------------------------------------------------
     def facts(self, index: int, stats: list[tuple[str, int, ReadStats]], error: InputError | None) -> PieceFacts:
         tables = {n: pl.concat(p, how="vertical_relaxed") for n, p in self.tables.items()}
-        if not self.full and self.ends:
+        if not self.keep.unknown and self.ends:
             ends = evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))
             parts = [p for p in (tables.get("unknown"), ends) if p is not None]
             tables["unknown"] = pl.concat(parts, how="vertical_relaxed").unique(["path", "line"], keep="first")
         procs, seqs = FC.merge([p for p, _ in self.coll_parts], [s for _, s in self.coll_parts])
-        frame = pl.concat(self.coll_rows, how="vertical_relaxed") if self.full and self.coll_rows else (
-            S.empty(S.COLLECTIVES) if self.full else None)
+        frame = pl.concat(self.coll_rows, how="vertical_relaxed") if self.keep.coll and self.coll_rows else (
+            S.empty(S.COLLECTIVES) if self.keep.coll else None)
         return PieceFacts(index, tables, procs, seqs, self.coll_lines, frame, streams.merge(self.streams),
                           self.unknown_count, (self.cov[0], self.cov[1], self.cov[2], self.cov[3]), self.rejoined,
                           stats, error)
 
 
-def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, full: bool = False) -> PieceFacts:
+def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, keep: Keep = Keep()) -> PieceFacts:
     """Read one piece and reduce it to facts. An input that cannot be read ends the piece with its error
     (raised by the caller, in input order); what was read before it is kept."""
     with rx.configured(tuning):
-        return _reduce(piece, tuning, full)
+        return _reduce(piece, tuning, keep)
 
 
-def _reduce(piece: Piece, tuning: Tuning, full: bool) -> PieceFacts:
-    acc = _Acc(full, tuning)
+def _reduce(piece: Piece, tuning: Tuning, keep: Keep) -> PieceFacts:
+    acc = _Acc(keep, tuning)
     batch: list[pl.DataFrame] = []
     held = 0
     stats: list[tuple[str, int, ReadStats]] = []

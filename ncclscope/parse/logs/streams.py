@@ -22,20 +22,20 @@ PART: S.Schema = {"path": pl.Utf8, "host": pl.Utf8, "pid": pl.Int64, "_rk": pl.I
 SHIFTED = ("_rh_line", "first_line", "last_line", "_ts_line")  # line columns, shifted when a file was cut
 
 
-def part(df: pl.DataFrame) -> pl.DataFrame:
-    """Stream parts of rows with path, line, host, pid, rank_hint, ts_us, text (lines with a pid or a
-    rank hint only)."""
-    live = df.lazy().filter(pl.col("pid").is_not_null() | pl.col("rank_hint").is_not_null())
-    rk = pl.when(pl.col("pid").is_null()).then(pl.col("rank_hint")).alias("_rk")
+def part(df: pl.DataFrame, *, pid: bool = True) -> pl.DataFrame:
+    """Stream parts of rows in line order with path, line, host, pid, rank_hint, ts_us, text (lines with
+    a pid or a rank hint only; `pid=False`: rows known to have none, keyed by their rank hint alone)."""
     hinted, timed = pl.col("rank_hint").is_not_null(), pl.col("ts_us").is_not_null()
+    live = df.lazy().filter(pl.col("pid").is_not_null() | hinted) if pid else df.lazy().filter(hinted)
+    rk = pl.when(pl.col("pid").is_null()).then(pl.col("rank_hint")).alias("_rk") if pid else pl.col("rank_hint").alias("_rk")
     out = live.with_columns(rk).group_by(KEY).agg(
-        pl.col("rank_hint").filter(hinted).sort_by(pl.col("line").filter(hinted)).first(),
-        pl.col("line").filter(hinted).min().alias("_rh_line"),
-        pl.col("line").min().alias("first_line"), pl.col("line").max().alias("last_line"),
+        pl.col("rank_hint").drop_nulls().first(),
+        pl.col("line").filter(hinted).first().alias("_rh_line"),
+        pl.col("line").first().alias("first_line"), pl.col("line").last().alias("last_line"),
         pl.len().cast(pl.Int64).alias("n_lines"),
-        pl.col("ts_us").filter(timed).sort_by(pl.col("line").filter(timed)).last().alias("last_ts_us"),
-        pl.col("line").filter(timed).max().alias("_ts_line"),
-        pl.col("text").get(pl.col("line").arg_max()).alias("last_text"),
+        pl.col("ts_us").drop_nulls().last().alias("last_ts_us"),
+        pl.col("line").filter(timed).last().alias("_ts_line"),
+        pl.col("text").last().alias("last_text"),
     )
     return S.conform(out.collect(), PART)
 
