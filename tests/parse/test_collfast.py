@@ -114,7 +114,7 @@ def test_randomized_coll_lines(tmp_path: Path) -> None:
         path.write_text("\n".join(_random_coll(rng, 400)) + "\n")
         _same([str(path)])
         raw = pl.concat(list(read_chunks(str(path), ReadStats())))
-        rows, _, rest = collfast.take(raw, full=True)
+        _, _, rest = collfast.take(raw, full=True)
         assert rest.is_empty(), rest["raw"].to_list()[:3]
 
 

@@ -80,7 +80,7 @@ def first_family(msg: str) -> int | None:
     A family whose needles (`needles.literals`: text every match holds) are not in `msg` is skipped."""
     lits = _needles()
     return next((i for i, p in enumerate(_py_patterns())
-                 if (lits[i] is None or needles.contains_one(msg, lits[i])) and p.match(msg)), None)
+                 if ((n := lits[i]) is None or needles.contains_one(msg, n)) and p.match(msg)), None)
 
 
 def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:

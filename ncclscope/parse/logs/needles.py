@@ -18,9 +18,9 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 from re import _constants as C  # the regex parser's opcode names
 from re import _parser as P
+from typing import Any
 
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)
 MAX_ALTS = 16  # strings a multiplied-out needle set may hold
