@@ -195,6 +195,8 @@ def run(
                 d.mkdir(exist_ok=True)
                 for f in d.iterdir():
                     f.unlink()
+                if os.environ.get("NCCLSCOPE_FUZZ_LOG"):  # which batch was running when a process died
+                    print(f"batch {kind} seed={seed}:{i}", file=sys.stderr, flush=True)
                 _batch(kind, r, d, res, f"{kind} seed={seed}:{i}", scale)
                 i += 1
                 if progress and i % 200 == 0:
@@ -218,7 +220,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--scale", type=int, default=1, help="files per library batch times this (8 logs, 3 traces, 4 dumps)"
     )
+    ap.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=6.0,
+        help="address-space cap per process: an input that asks for more is a MemoryError (a failure)",
+    )
     a = ap.parse_args(argv)
+    import resource
+
+    cap = int(a.max_memory_gb * (1 << 30))
+    resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     kinds = tuple(a.kinds.split(","))
     t0 = time.monotonic()
     if a.workers > 1:
