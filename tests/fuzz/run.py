@@ -253,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"CLI exit codes: {dict(sorted(res.exit_codes.items()))}; outside 0/1/2: {outside}")
     print(f"failures (tracebacks, bad exit codes, raw control bytes, differential): {len(res.failures)}")
-    for f in res.failures[:50]:
-        print("  " + f)
+    kinds_of = Counter(re.sub(r"seed=\S+|/tmp/\S+|\d{6,}", "_", f)[:120] for f in res.failures)
+    for sig, count in kinds_of.most_common(20):  # one line per kind of failure
+        print(f"  {count} x {sig}")
+    for f in res.failures[:20]:
+        print("  " + f[:600])
     return 1 if res.failures else 0
 
 

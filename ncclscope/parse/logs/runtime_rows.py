@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
+from ncclscope.parse.bounds import INT64_MAX
 from ncclscope.parse.logs import runtime_lines
 
 _ORIGIN = list(S.ORIGIN)
@@ -34,8 +35,13 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     recs = {m: r for m in msgs if (r := runtime_lines.match(m)) is not None}
     if not recs:
         return S.empty(S.TORCH), df.drop("_t")
-    fields = pl.DataFrame([{"msg": m, **{k: r.get(k) for k in _FIELDS}} for m, r in recs.items()],
+    fields = pl.DataFrame([{"msg": m, **{k: _fit(r.get(k)) for k in _FIELDS}} for m, r in recs.items()],
                           schema={"msg": pl.Utf8, **{k: S.TORCH[k] for k in _FIELDS}}, strict=False)
     hit = cand.join(fields, on="msg", how="inner").sort("_t")
     rows = hit.select(*_ORIGIN, *_FIELDS).with_columns(pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank"))
     return S.conform(rows, S.TORCH), df.join(hit.select("_t"), on="_t", how="anti").drop("_t")
+
+
+def _fit(v: object) -> object:
+    """A number beyond 64 bits (a forged `SeqNum=99999999999999999999`) is read as unknown."""
+    return None if type(v) is int and not -INT64_MAX <= v <= INT64_MAX else v
