@@ -38,6 +38,8 @@ KEEP: tuple[str, ...] = (
     r"Failed to bind NVLink SHARP",
     # findings/rules_errors.py: an IB completion error pasted into another message
     r"Got completion from peer|NET/IB ?: Got completion",
+    # diff/facts.py: RCCL's version banner, printed without a prefix
+    r"^\s*RCCL version\s*:\s*(\S+)",
 )
 LAST_ERROR = "Last error"  # the line after one holding this text is kept (hang/verdict.py `_last_errors`)
 

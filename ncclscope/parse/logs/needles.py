@@ -24,7 +24,7 @@ from typing import Any
 
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)
 MAX_ALTS = 16  # strings a multiplied-out needle set may hold
-VERSION = 3  # bump when the extraction changes (cached results are keyed by it)
+VERSION = 4  # bump when the extraction changes (cached results are keyed by it)
 
 
 @functools.cache
@@ -99,6 +99,13 @@ def _best(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
         cur = {""}
 
     for op, av in items:
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1:
+            one = _seq_exact(list(av[2]), ci)
+            if one is not None and len(one) == 1 and av[0] <= 64:  # `\\.{3,}`: three dots at least
+                cur = {a + next(iter(one)) * av[0] for a in cur}
+                if av[1] != av[0]:
+                    flush()
+                continue
         e = _exact(op, av, ci)
         if e is not None and len(cur) * len(e) <= MAX_ALTS:
             cur = {a + b for a in cur for b in e}
@@ -123,13 +130,7 @@ def _best(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
             if union:
                 cands.append(union)
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-            lo, hi, sub = av
-            one = _seq_exact(list(sub), ci) if lo >= 1 else None
-            if one is not None and len(one) == 1 and lo <= 64:  # `\.{3,}`: three dots at least
-                cur = {next(iter(one)) * lo}
-                if hi != lo:
-                    flush()
-                continue
+            lo, _, sub = av
             if lo >= 1:
                 found = _sub(sub, ci)
                 if found:

@@ -1,26 +1,35 @@
-"""Parse stage, pool: run `reduce.reduce_piece` over every piece, in this process or on worker processes.
+"""Parse stage, pool: run `reduce.reduce_piece` over every piece, in this process and on worker processes.
 
-The reduction is a pure function of a piece, so pieces are independent: a big input set is read by the
-caller and `workers` worker processes at once (fresh interpreters, `spawn`: Polars starts threads on
-import, which `fork` would copy half-made), each handed the next piece as it finishes one; the caller
-takes a piece itself whenever every worker has one queued. A worker that dies or cannot start leaves
-its pieces to the caller. Results come back as facts (small frames), merged by `merge.Merged`.
+The reduction is a pure function of a piece, so pieces are independent. A big input set is read by the
+caller and `workers` worker processes at once. Each worker is a fresh interpreter (`worker.py`, started
+with `-c`, not `multiprocessing`: a spawned child would re-run the caller's main module, a notebook's or
+`python -m ncclscope`'s, and `fork` would copy Polars' threads half-made) that reads pickled pieces on
+stdin and writes pickled facts on stdout. One thread per worker feeds it the next piece as soon as it
+returns one; the caller takes pieces from the other end of the same queue. A worker that dies or cannot
+start leaves its piece to the others. Results come back as facts (small frames), merged by `merge.Merged`.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from typing import IO
 
+import ncclscope
 from ncclscope.parse.logs.pieces import Piece
 from ncclscope.parse.logs.reduce import Keep, PieceFacts, reduce_piece
 from ncclscope.tuning import Tuning
 
 Progress = Callable[[PieceFacts], None]
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(ncclscope.__file__)))
+_BOOT = f"import sys; sys.path.insert(0, {_PKG!r}); from ncclscope.parse.logs.worker import serve; serve()"
+_LEN = struct.Struct("<Q")
 
 
 def worker_count(tuning: Tuning, pieces: Sequence[Piece]) -> int:
@@ -35,41 +44,99 @@ def worker_count(tuning: Tuning, pieces: Sequence[Piece]) -> int:
     return max(0, min(want, len(pieces) - 1))
 
 
+def send(out: IO[bytes], obj: object) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LEN.pack(len(data)))
+    out.write(data)
+    out.flush()
+
+
+def receive(inp: IO[bytes]) -> object:
+    """The next pickled object (only from our own worker or caller); EOFError at the end of the stream."""
+    head = inp.read(_LEN.size)
+    if len(head) < _LEN.size:
+        raise EOFError
+    (n,) = _LEN.unpack(head)
+    data = inp.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)  # noqa: S301 - written by a worker this process started
+
+
+class _Queue:
+    """Pieces left: the workers take from the front, the caller from the back."""
+
+    def __init__(self, pieces: Sequence[Piece]) -> None:
+        self.todo = deque(pieces)
+        self.lock = threading.Lock()
+
+    def take(self, *, back: bool = False) -> Piece | None:
+        with self.lock:
+            if not self.todo:
+                return None
+            return self.todo.pop() if back else self.todo.popleft()
+
+    def give_back(self, piece: Piece) -> None:
+        with self.lock:
+            self.todo.append(piece)
+
+
+def _feed(proc: subprocess.Popen[bytes], queue: _Queue, tuning: Tuning, keep: Keep, finish: Callable[[PieceFacts], None],
+          failed: list[BaseException]) -> None:
+    """One worker: send it pieces one by one until none is left; its failure leaves the piece to others."""
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        while (piece := queue.take()) is not None:
+            try:
+                send(proc.stdin, (piece, tuning, keep))
+                got = receive(proc.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError):
+                queue.give_back(piece)  # the worker died or could not start
+                return
+            if isinstance(got, BaseException):  # a bug in the reduction: the caller raises it
+                failed.append(got)
+                return
+            assert isinstance(got, PieceFacts)
+            finish(got)
+    finally:
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        proc.wait()
+
+
 def run(pieces: Sequence[Piece], tuning: Tuning, *, keep: Keep, progress: Progress | None = None) -> list[PieceFacts]:
     """Facts of every piece (in no particular order)."""
-    workers = worker_count(tuning, pieces)
     done: list[PieceFacts] = []
+    lock = threading.Lock()
 
     def finish(f: PieceFacts) -> None:
-        done.append(f)
-        if progress is not None:
-            progress(f)
+        with lock:
+            done.append(f)
+            if progress is not None:
+                progress(f)
 
-    todo = deque(pieces)
-    if workers == 0:
-        while todo:
-            finish(reduce_piece(todo.popleft(), tuning, keep))
-        return done
-    ctx = multiprocessing.get_context("spawn")
-    inflight: dict[Future[PieceFacts], Piece] = {}
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            while todo or inflight:
-                while todo and len(inflight) < 2 * workers:  # one running and one queued per worker
-                    p = todo.popleft()
-                    inflight[pool.submit(reduce_piece, p, tuning, keep)] = p
-                if todo:
-                    finish(reduce_piece(todo.pop(), tuning, keep))  # the caller's share, from the back
-                ready, _ = wait(list(inflight), timeout=0 if todo else None, return_when=FIRST_COMPLETED)
-                for fut in ready:
-                    piece = inflight.pop(fut)
-                    try:
-                        finish(fut.result())
-                    except BrokenProcessPool:
-                        todo.append(piece)
-                        raise
-    except BrokenProcessPool:
-        todo.extend(inflight.values())
-        while todo:
-            finish(reduce_piece(todo.popleft(), tuning, keep))
+    queue = _Queue(pieces)
+    failed: list[BaseException] = []
+    threads = []
+    for _ in range(worker_count(tuning, pieces)):
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+        except OSError:
+            break
+        t = threading.Thread(target=_feed, args=(proc, queue, tuning, keep, finish, failed), daemon=True,
+                             name="ncclscope-log-worker")
+        t.start()
+        threads.append(t)
+    while (piece := queue.take(back=True)) is not None or any(t.is_alive() for t in threads):
+        if piece is not None:
+            finish(reduce_piece(piece, tuning, keep))
+        else:
+            for t in threads:
+                t.join(timeout=0.05)
+    if failed:
+        raise failed[0]
     return done

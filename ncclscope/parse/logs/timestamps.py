@@ -10,6 +10,7 @@ is misread, by up to ~0.9 s (about 10% of lines). Lines of a process that printe
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import polars as pl
 
@@ -47,9 +48,17 @@ def distrust_subseconds(logs: LogFrames) -> LogFrames:
         for p, k in cut.iter_rows():
             counts[str(p)] = counts.get(str(p), 0) + int(k)
         changes[f.name] = df.with_columns(
-            pl.when(frac).then((pl.col("ts_us") / _US).floor() * _US).otherwise(pl.col("ts_us")).alias("ts_us"))
+            pl.when(frac)
+            .then((pl.col("ts_us") / _US).floor() * _US)
+            .otherwise(pl.col("ts_us"))
+            .alias("ts_us")
+        )
     if not changes:
         return logs
-    notes = tuple(f"{p}: NCCL 2.26.2 writes wrong sub-second timestamps (fixed in 2.26.3); {k} row(s) "
-                  "kept to whole seconds, ordered by line within a second" for p, k in sorted(counts.items()))
-    return dataclasses.replace(logs, **changes, notes=logs.notes + notes)
+    notes = tuple(
+        f"{p}: NCCL 2.26.2 writes wrong sub-second timestamps (fixed in 2.26.3); {k} row(s) "
+        "kept to whole seconds, ordered by line within a second"
+        for p, k in sorted(counts.items())
+    )
+    fields: dict[str, Any] = {**changes, "notes": logs.notes + notes}
+    return dataclasses.replace(logs, **fields)

@@ -1,0 +1,32 @@
+"""Parse stage, log worker process: reduce the pieces its caller (`pool.run`) sends, one at a time.
+
+Started as `python -c` by the pool: reads a pickled (piece, tuning, keep) on stdin, writes the pickled
+`PieceFacts` (or the exception the reduction raised) on stdout, until stdin ends.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+from ncclscope.parse.logs.pool import receive, send
+from ncclscope.parse.logs.reduce import reduce_piece
+
+
+def serve() -> None:
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write to the channel
+    while True:
+        try:
+            piece, tuning, keep = receive(inp)  # type: ignore[misc]
+        except EOFError:
+            return
+        try:
+            result: object = reduce_piece(piece, tuning, keep)
+        except Exception as e:  # noqa: BLE001 - handed to the caller, raised there
+            try:
+                pickle.dumps(e)
+                result = e
+            except Exception:  # noqa: BLE001 - an exception that cannot travel: its text does
+                result = RuntimeError(f"{type(e).__name__}: {e}")
+        send(out, result)

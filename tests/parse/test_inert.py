@@ -1,0 +1,142 @@
+"""Lines rejected early (`inert`) are exactly those no pattern can claim: needles, prefix test, evidence kept."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from ncclscope import grammar as G
+from ncclscope.frames import LogFrames
+from ncclscope.parse import classify_inputs, read_logs
+from ncclscope.parse.logs import evidence, inert, needles, peel
+from ncclscope.parse.logs.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.runtime_lines import ANCHOR
+from ncclscope.session import analyze
+from ncclscope.tuning import Tuning
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+GOLDEN = REPO / "tests" / "golden" / "families"
+GENERAL = Tuning(fast_paths=False)
+
+
+def _sample_inputs() -> list[Path]:
+    return [*sorted((SAMPLES / "logs").glob("*.log")), *sorted((SAMPLES / "complete").glob("*.gz")),
+            *sorted(p for p in (SAMPLES / "hang").iterdir() if p.is_dir()),
+            *sorted(p for p in (SAMPLES / "capture").iterdir() if p.is_dir())]
+
+
+def _same(a: LogFrames, b: LogFrames) -> None:
+    assert a.coverage == b.coverage and a.notes == b.notes
+    for name in (*a.table_names(), "streams"):
+        try:
+            assert_frame_equal(getattr(a, name), getattr(b, name))
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+
+
+@pytest.mark.parametrize("path", _sample_inputs(), ids=lambda p: p.name)
+def test_fast_paths_give_the_general_paths_frames(path: Path) -> None:
+    logs = classify_inputs([str(path)]).logs
+    _same(read_logs(logs), read_logs(logs, tuning=GENERAL))
+
+
+@pytest.mark.corpus
+def test_fast_paths_give_the_general_paths_frames_on_the_corpus(shared_dir: Path) -> None:
+    for folder in ("issues", "complete"):
+        paths = sorted(str(p) for p in (shared_dir / "corpus" / folder).glob("*.log"))
+        _same(read_logs(paths), read_logs(paths, tuning=GENERAL))
+
+
+@pytest.mark.parametrize("path", _sample_inputs(), ids=lambda p: p.name)
+def test_evidence_lines_give_the_same_findings(path: Path) -> None:
+    """A big input keeps only the unknown lines rules may cite: the findings do not change."""
+    whole = analyze([str(path)])
+    facts = analyze([str(path)], tuning=Tuning(full_frames_max_bytes=0))
+    if whole.logs.inputs:  # (a folder of Flight Recorder dumps has no logs)
+        assert facts.logs.unknown_count is not None and facts.logs.unknown.height <= whole.logs.unknown.height
+    assert [f.to_json() for f in facts.findings] == [f.to_json() for f in whole.findings]
+
+
+def _lines(paths: list[Path]) -> pl.DataFrame:
+    raw = pl.concat([c for p in paths for c in read_chunks(str(p), ReadStats())])
+    return peel.split(peel.clean(raw.with_columns(pl.int_range(pl.len()).alias("_row"))))
+
+
+def test_every_prefixed_line_may_carry_a_prefix() -> None:
+    df = _lines([*sorted((SAMPLES / "logs").glob("*.log")), *sorted(GOLDEN.glob("*.log"))])
+    pre = df.filter(pl.col("prefixed"))
+    assert pre.height > 200
+    assert pre["clean"].str.contains(inert.PREFIX_POSSIBLE).all()
+    mask, _ = inert.candidates(pre["clean"], None)
+    assert mask.all()
+
+
+def test_every_claimed_line_is_a_candidate() -> None:
+    """Golden lines of every family, PyTorch lines and evidence lines are offered to the patterns."""
+    paths = [*sorted(GOLDEN.glob("*.log")), *sorted((SAMPLES / "logs").glob("*.log"))]
+    lf = read_logs([str(p) for p in paths], tuning=GENERAL)
+    claimed = pl.concat([getattr(lf, n).select("path", "line") for n in lf.table_names()
+                         if n not in ("unknown", "collectives", "streams")] + [lf.collectives.select("path", "line")])
+    kept = lf.unknown.filter(pl.col("text").str.contains(evidence.keep_pattern())).select("path", "line")
+    raw = pl.concat([c for p in paths for c in read_chunks(str(p), ReadStats())])
+    want = raw.join(pl.concat([claimed, kept]).unique(), on=["path", "line"], how="semi")
+    mask, _ = inert.candidates(inert.clean_text(want), None)
+    assert mask.all(), want.filter(~mask)["raw"].to_list()[:5]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"\[(?:PG|Rank) \d", {"[PG ", "[Rank "}),
+    (r"a\.{3,}b", {"a..."}),
+    (r"(?i)Foo|bar", {"(?i)foo", "(?i)bar"}),
+    (r"[Ww]atchdog caught", {"Watchdog caught", "watchdog caught"}),
+    (r"x|.*", None),
+    (r"#\d+ done", {" done"}),
+])
+def test_literals(pattern: str, expected: set[str] | None) -> None:
+    assert needles.literals(pattern) == (frozenset(expected) if expected is not None else None)
+
+
+_PATTERNS = [G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *evidence.KEEP]
+
+
+@pytest.mark.parametrize("pattern", _PATTERNS, ids=range(len(_PATTERNS)))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_match_holds_a_needle(pattern: str, data: st.DataObject) -> None:
+    """Random strings the pattern matches (Hypothesis `from_regex`) contain one of its needles."""
+    lits = needles.literals(pattern)
+    assert lits is not None
+    text = data.draw(st.from_regex(re.compile(pattern), fullmatch=False))
+    assert needles.contains_one(text, lits), (text, sorted(lits)[:5])
+
+
+def test_keep_patterns_are_the_rules_own() -> None:
+    """`evidence.KEEP` holds every pattern a rule or hang check searches unknown lines with."""
+    from ncclscope.align.phase import APP_END
+    from ncclscope.findings.rules_config import PLUGIN_FAIL
+    from ncclscope.findings.rules_topology import ELISION
+    from ncclscope.hang.exits import _CRASH
+
+    for pat in (APP_END, PLUGIN_FAIL, ELISION, _CRASH):
+        assert pat in evidence.KEEP
+    for module, pats in (("findings/rules_gpu.py", evidence.KEEP[4:6]), ("findings/rules_errors.py", evidence.KEEP[6:7]),
+                         ("diff/facts.py", evidence.KEEP[7:8])):
+        src = (REPO / "ncclscope" / module).read_text()
+        assert all(repr(p) in src or f'r"{p}"' in src for p in pats), module
+    # Every reader of `logs.unknown` outside the parse stage, by file: a new one must add its pattern to KEEP
+    # (or read positions `evidence` keeps), then update this count.
+    uses = {}
+    for p in sorted((REPO / "ncclscope").rglob("*.py")):
+        n = len(re.findall(r"logs\.unknown\b(?!_)", p.read_text()))
+        if n and "parse" not in p.parts:
+            uses[str(p.relative_to(REPO / "ncclscope"))] = n
+    assert uses == {"align/phase.py": 1, "align/rankmap.py": 1, "diff/facts.py": 1, "findings/rules_config.py": 1,
+                    "findings/rules_errors.py": 1,
+                    "findings/rules_gpu.py": 3, "findings/rules_topology.py": 1, "hang/exits.py": 3, "hang/verdict.py": 1}

@@ -1,0 +1,80 @@
+"""Cutting inputs into pieces and reducing them apart, on worker processes or not, gives the one-pass frames."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from ncclscope.errors import InputError
+from ncclscope.frames import LogFrames
+from ncclscope.parse import read_logs
+from ncclscope.parse.logs import pieces, pool
+from ncclscope.tuning import Tuning
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
+WHOLE = Tuning(piece_bytes=1 << 30, log_workers=0)
+
+
+def _inputs(tmp: Path) -> list[str]:
+    """Real samples, one of them gzipped, one cut into many pieces by a small piece size."""
+    paths = sorted(str(p) for p in SAMPLES.glob("*.log"))[:6]
+    gz = tmp / "sample.log.gz"
+    gz.write_bytes(gzip.compress(Path(paths[0]).read_bytes()))
+    return [*paths, str(gz)]
+
+
+def _same(a: LogFrames, b: LogFrames) -> None:
+    assert a.coverage == b.coverage and a.inputs == b.inputs and a.notes == b.notes
+    for name in (*a.table_names(), "streams"):
+        assert_frame_equal(getattr(a, name), getattr(b, name))
+    assert_frame_equal(a.coll.procs.drop("seq"), b.coll.procs.drop("seq"))
+
+
+def test_plan_cuts_big_files_at_line_ends_and_groups_small_ones(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    big.write_text("".join(f"line {i}\n" for i in range(5000)))
+    small = [tmp_path / f"s{i}.log" for i in range(3)]
+    for p in small:
+        p.write_text("x\n")
+    plan = pieces.plan([str(small[0]), str(big), str(small[1]), str(small[2])], Tuning(piece_bytes=10_000))
+    cuts = [s for p in plan for s in p.segments if s.path == str(big)]
+    assert len(cuts) > 3 and all(len(p.segments) == 1 for p in plan if p.segments[0].path == str(big))
+    data = big.read_bytes()
+    assert cuts[0].start == 0 and cuts[-1].end == len(data)
+    assert all(data[s.start - 1:s.start] == b"\n" for s in cuts[1:])
+    assert [s.part for s in cuts] == list(range(len(cuts)))
+    assert [s.path for s in plan[-1].segments] == [str(small[1]), str(small[2])]  # small files together
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_pieces_and_workers_give_the_one_pass_frames(tmp_path: Path, workers: int) -> None:
+    paths = _inputs(tmp_path)
+    cut = Tuning(piece_bytes=2000, log_workers=workers, log_pool_min_bytes=0)
+    _same(read_logs(paths, tuning=cut), read_logs(paths, tuning=WHOLE))
+
+
+def test_a_worker_that_dies_leaves_its_pieces_to_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _inputs(tmp_path)
+    monkeypatch.setattr(pool, "_BOOT", "import sys; sys.stdin.buffer.read(10); sys.exit(3)")
+    cut = Tuning(piece_bytes=2000, log_workers=2, log_pool_min_bytes=0)
+    _same(read_logs(paths, tuning=cut), read_logs(paths, tuning=WHOLE))
+
+
+def test_an_unreadable_input_is_reported(tmp_path: Path) -> None:
+    paths = _inputs(tmp_path)
+    paths.insert(2, str(tmp_path / "missing.log"))
+    with pytest.raises(InputError, match="missing.log"):
+        read_logs(paths, tuning=Tuning(piece_bytes=2000, log_workers=1, log_pool_min_bytes=0))
+
+
+def test_line_numbers_of_later_cuts_are_shifted(tmp_path: Path) -> None:
+    p = tmp_path / "r.log"
+    p.write_text("".join(f"node-1:1:1 [0] NCCL INFO cudaDriverVersion {i}\n" for i in range(3000)))
+    lf = read_logs([str(p)], tuning=Tuning(piece_bytes=5000, log_workers=0))
+    assert lf.versions["line"].to_list() == list(range(1, 3001))
+    assert lf.versions.filter(pl.col("line") == 2500)["value"].to_list() == ["2499"]
+    assert lf.inputs[0].lines == 3000
