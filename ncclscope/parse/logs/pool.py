@@ -60,7 +60,7 @@ def receive(inp: IO[bytes]) -> object:
     data = inp.read(n)
     if len(data) < n:
         raise EOFError
-    return pickle.loads(data)  # noqa: S301 - written by a worker this process started
+    return pickle.loads(data)  # written by a worker this process started (or by that caller)
 
 
 class _Queue:

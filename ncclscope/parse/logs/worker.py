@@ -18,9 +18,11 @@ def serve() -> None:
     sys.stdout = sys.stderr  # nothing else may write to the channel
     while True:
         try:
-            piece, tuning, keep = receive(inp)  # type: ignore[misc]
+            job = receive(inp)
         except EOFError:
             return
+        assert isinstance(job, tuple) and len(job) == 3
+        piece, tuning, keep = job
         try:
             result: object = reduce_piece(piece, tuning, keep)
         except Exception as e:  # noqa: BLE001 - handed to the caller, raised there
