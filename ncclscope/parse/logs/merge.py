@@ -98,7 +98,8 @@ class Merged:
         self.notes = tuple(notes + [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in rejoined.items()])
         if paths and readable == 0:
             what = "empty" if total == 0 else "binary data, not text"
-            raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])})")
+            why = f"; {notes[0]}" if notes else ""  # (a decompression cap or damage that cut the input short)
+            raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])}){why}")
         self.tables = {n: _table([f.tables[n] for f in ordered if n in f.tables], s) for n, s in TABLES.items()}
         if not keep.unknown:
             self.tables["unknown"] = self.tables["unknown"].unique(["path", "line"], keep="first", maintain_order=True)
