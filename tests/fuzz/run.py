@@ -226,7 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         default=6.0,
         help="address-space cap per process: an input that asks for more is a MemoryError (a failure)",
     )
+    ap.add_argument(
+        "--minutes", type=float, default=None, help="stop after this long (and report) even before --n"
+    )
     a = ap.parse_args(argv)
+    deadline = time.monotonic() + a.minutes * 60 if a.minutes else None
     import resource
 
     cap = int(a.max_memory_gb * (1 << 30))
@@ -244,7 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         for p in parts:
             res.merge(p)
     else:
-        res = run(a.n, a.seed, kinds, progress=lambda m: print(m, file=sys.stderr, flush=True), scale=a.scale)
+        res = run(
+            a.n,
+            a.seed,
+            kinds,
+            progress=lambda m: print(m, file=sys.stderr, flush=True),
+            scale=a.scale,
+            deadline=deadline,
+        )
     total = sum(res.inputs.values())
     outside = sum(v for k, v in res.exit_codes.items() if k not in (0, 1, 2))
     print(
