@@ -78,8 +78,15 @@ def lark_parser() -> Lark:
     """An Earley parser with every prefix, wrapper and family rule as a start symbol (tests, notebooks)."""
     starts = ["prefix_std", "prefix_dev", "prefix_bare", "wrapper", *families()]
     starts += [r for r in ("iface_entry", "hca_entry", "tree_entry") if r in rule_names()]
-    return Lark(grammar_text(), start=starts, parser="earley", lexer="dynamic_complete",
-                propagate_positions=True, maybe_placeholders=False, keep_all_tokens=True)
+    return Lark(
+        grammar_text(),
+        start=starts,
+        parser="earley",
+        lexer="dynamic_complete",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        keep_all_tokens=True,
+    )
 
 
 # --- compiling rules to regular expressions ---------------------------------------------------------
@@ -216,8 +223,12 @@ def _build_table() -> dict[str, Any]:
     return {
         "families": fams,
         "rules": sorted(defs.rules),
-        "regex": {f"{n}|{c:d}": _Compiler(defs, c).rule(n) for n in defs.rules if n != "message"
-                  for c in (True, False)},
+        "regex": {
+            f"{n}|{c:d}": _Compiler(defs, c).rule(n)
+            for n in defs.rules
+            if n != "message"
+            for c in (True, False)
+        },
         "neighbours": {f: _neighbours(defs, f) for f in fams},
     }
 
@@ -233,7 +244,11 @@ def _leading(defs: _Defs, name: str) -> str:
     items = defs.rules[name].children[0].children
     out = []
     for node in items:
-        tok = node.children[0].children[0] if isinstance(node, Tree) and isinstance(node.children[0], Tree) else None
+        tok = (
+            node.children[0].children[0]
+            if isinstance(node, Tree) and isinstance(node.children[0], Tree)
+            else None
+        )
         if isinstance(tok, Token) and tok.type == "STRING":
             out.append(str(_literal_to_pattern(tok).value))  # type: ignore[no-untyped-call]
         elif not out and isinstance(node, Tree) and node.data == "expr" and "LEAD" in str(node.children[0]):
@@ -251,14 +266,20 @@ def _build_catalog(name: str = CATALOG_FILE) -> dict[str, Any]:
     defs = _defs(name)
     top = defs.rules[_CATALOG_TOP[name]]
     order = [str(nt.name) for nt in top.scan_values(lambda v: hasattr(v, "name") and not v.is_term)]
-    return {"rules": order, "regex": {n: _Compiler(defs, False).rule(n) for n in order},
-            "leading": {n: _leading(defs, n) for n in order}, "needle": {n: _needle(defs, n) for n in order}}
+    return {
+        "rules": order,
+        "regex": {n: _Compiler(defs, False).rule(n) for n in order},
+        "leading": {n: _leading(defs, n) for n in order},
+        "needle": {n: _needle(defs, n) for n in order},
+    }
 
 
 def _needle(defs: _Defs, name: str) -> str:
     """The longest literal of a rule: text every line it matches contains."""
-    lits = [str(_literal_to_pattern(t).value) for t in defs.rules[name].scan_values(  # type: ignore[no-untyped-call]
-        lambda v: isinstance(v, Token) and v.type == "STRING")]
+    lits = [
+        str(_literal_to_pattern(t).value)  # type: ignore[no-untyped-call]
+        for t in defs.rules[name].scan_values(lambda v: isinstance(v, Token) and v.type == "STRING")
+    ]
     return max(lits, key=len, default="")
 
 

@@ -256,7 +256,9 @@ class Analysis:
         """Rows per non-empty log frame."""
         out = {"ranks": self.ranks.height, "comms": self.comms.height}
         logs = self.session.logs
-        out.update({n: logs.coll.height if n == "collectives" else getattr(logs, n).height for n in LOG_TABLES})
+        out.update(
+            {n: logs.coll.height if n == "collectives" else getattr(logs, n).height for n in LOG_TABLES}
+        )
         out["trace_collectives"] = self.trace_collectives.height
         return {k: v for k, v in out.items() if v}
 

@@ -77,19 +77,42 @@ def analyze(
     nccltests = read_nccltests([*inputs.logs, *reports])
     # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
     trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
-    traces = (parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress, tuning=tuning)
-              if trace_inputs else None)
+    traces = (
+        parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress, tuning=tuning)
+        if trace_inputs
+        else None
+    )
     # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
     aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
     flight = parse.read_flight(inputs.dumps, tuning=tuning) if inputs.dumps else None
     phase = align.job_phase(logs)
     hang = build_hang_view(logs, flight)
-    ctx = Context(logs=logs, ranks=ranks, comms=comms, traces=traces, aligned_traces=aligned, flight=flight,
-                  phase=phase, hang=hang, nccltests=nccltests)
+    ctx = Context(
+        logs=logs,
+        ranks=ranks,
+        comms=comms,
+        traces=traces,
+        aligned_traces=aligned,
+        flight=flight,
+        phase=phase,
+        hang=hang,
+        nccltests=nccltests,
+    )
     findings = tuple(run_rules(ctx))
     notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
-    return Session(logs=logs, ranks=ranks, comms=comms, findings=findings, traces=traces,
-                   aligned_traces=aligned, flight=flight, phase=phase, hang=hang, notes=notes, nccltests=nccltests)
+    return Session(
+        logs=logs,
+        ranks=ranks,
+        comms=comms,
+        findings=findings,
+        traces=traces,
+        aligned_traces=aligned,
+        flight=flight,
+        phase=phase,
+        hang=hang,
+        notes=notes,
+        nccltests=nccltests,
+    )
 
 
 def _notes(stage: TraceFrames | AlignedCollectives | FlightFrames | None) -> tuple[str, ...]:

@@ -49,7 +49,10 @@ MIN_HIT_RATE = 0.80
 
 @pytest.fixture(scope="module")
 def results(corpus_dir: Path) -> dict[str, tuple[dict[str, object], Session]]:
-    metas = {p.name[: -len(".meta.json")]: json.loads(p.read_text()) for p in sorted(corpus_dir.glob("*.meta.json"))}
+    metas = {
+        p.name[: -len(".meta.json")]: json.loads(p.read_text())
+        for p in sorted(corpus_dir.glob("*.meta.json"))
+    }
     threads: dict[str, list[str]] = defaultdict(list)
     for slug, m in metas.items():
         threads[str(m["source_url"])].append(slug)

@@ -18,26 +18,58 @@ SCHEMA = {
     "required": ["ncclscope", "inputs", "ranks", "findings", "coverage"],
     "properties": {
         "ncclscope": _STR,
-        "inputs": {"type": "array", "items": {
-            "type": "object", "required": ["path", "lines"],
-            "properties": {"path": _STR, "lines": _INT}}},
-        "ranks": {"type": "array", "items": {
-            "type": "object", "required": ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"],
-            "properties": {"rank": {"type": ["integer", "null"]}, "host": _STR, "pid": _INT,
-                           "cuda_dev": {"type": ["integer", "null"]}, "nccl_version": {"type": ["string", "null"]},
-                           "comm_ids": {"type": "array", "items": _STR}}}},
-        "findings": {"type": "array", "items": {
+        "inputs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "lines"],
+                "properties": {"path": _STR, "lines": _INT},
+            },
+        },
+        "ranks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"],
+                "properties": {
+                    "rank": {"type": ["integer", "null"]},
+                    "host": _STR,
+                    "pid": _INT,
+                    "cuda_dev": {"type": ["integer", "null"]},
+                    "nccl_version": {"type": ["string", "null"]},
+                    "comm_ids": {"type": "array", "items": _STR},
+                },
+            },
+        },
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "severity", "title", "ranks", "hosts", "evidence", "why", "fix"],
+                "properties": {
+                    "id": _STR,
+                    "severity": {"enum": ["error", "warning", "info"]},
+                    "title": _STR,
+                    "ranks": {"type": "array", "items": _INT},
+                    "hosts": {"type": "array", "items": _STR},
+                    "evidence": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["path", "line", "text"],
+                            "properties": {"path": _STR, "line": _INT, "text": _STR},
+                        },
+                    },
+                    "why": _STR,
+                    "fix": _STR,
+                },
+            },
+        },
+        "coverage": {
             "type": "object",
-            "required": ["id", "severity", "title", "ranks", "hosts", "evidence", "why", "fix"],
-            "properties": {
-                "id": _STR, "severity": {"enum": ["error", "warning", "info"]}, "title": _STR,
-                "ranks": {"type": "array", "items": _INT}, "hosts": {"type": "array", "items": _STR},
-                "evidence": {"type": "array", "items": {
-                    "type": "object", "required": ["path", "line", "text"],
-                    "properties": {"path": _STR, "line": _INT, "text": _STR}}},
-                "why": _STR, "fix": _STR}}},
-        "coverage": {"type": "object", "required": ["lines", "nccl_lines", "recognized", "unknown"],
-                     "properties": {k: _INT for k in ("lines", "nccl_lines", "recognized", "unknown")}},
+            "required": ["lines", "nccl_lines", "recognized", "unknown"],
+            "properties": {k: _INT for k in ("lines", "nccl_lines", "recognized", "unknown")},
+        },
     },
 }
 

@@ -63,15 +63,24 @@ def test_gdr_line_of_a_socket_nic_is_not_gdr_advice(tmp_path: Path) -> None:
     # topo.cc prints "NET/%s : GPU Direct RDMA %s for HCA %d '%s'" (catalog mea80295c) for every net,
     # the internal socket one included; the corpus has no such run, so the line is made from the format.
     log = tmp_path / "socket.log"
-    log.write_text("".join(
-        f"node-00:{100 + r}:{200 + r} [{r}] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'\n"
-        f"node-00:{100 + r}:{200 + r} [{r}] NCCL INFO comm 0x{r}a rank {r} nranks 2 cudaDev {r} busId {r}000 "
-        "- Init COMPLETE\n" for r in range(2)))
+    log.write_text(
+        "".join(
+            f"node-00:{100 + r}:{200 + r} [{r}] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'\n"
+            f"node-00:{100 + r}:{200 + r} [{r}] NCCL INFO comm 0x{r}a rank {r} nranks 2 cudaDev {r} busId {r}000 "
+            "- Init COMPLETE\n"
+            for r in range(2)
+        )
+    )
     assert "gdr-disabled" not in ids(findings(str(log)))
 
 
-@pytest.mark.parametrize(("name", "severity"), [("lightning4389_duplicate_global_ranks_srun", "error"),
-                                                ("lightning8707_only_half_members_init", "warning")])
+@pytest.mark.parametrize(
+    ("name", "severity"),
+    [
+        ("lightning4389_duplicate_global_ranks_srun", "error"),
+        ("lightning8707_only_half_members_init", "warning"),
+    ],
+)
 def test_lightning_world(name: str, severity: str) -> None:
     fs = findings(str(SAMPLES / "logs" / f"{name}.log"))
     assert [f.severity for f in fs if f.id == "lightning-world"] == [severity]

@@ -28,11 +28,16 @@ def estimate_offsets(rows: pl.DataFrame) -> pl.DataFrame:
     by_host = rows["host"].null_count() == 0
     key = "host" if by_host else "rank"
     resid = rows.with_columns((pl.col("end_us") - pl.col("end_us").median().over("coll_id")).alias("resid"))
-    per = (resid.group_by(key)
-           .agg(pl.col("resid").median().alias("offset_us"), pl.len().alias("n_samples"),
-                pl.col("rank").min().alias("min_rank"),
-                ((pl.col("resid") - pl.col("resid").median()).abs().median()).alias("spread_us"))
-           .sort("min_rank"))
+    per = (
+        resid.group_by(key)
+        .agg(
+            pl.col("resid").median().alias("offset_us"),
+            pl.len().alias("n_samples"),
+            pl.col("rank").min().alias("min_rank"),
+            ((pl.col("resid") - pl.col("resid").median()).abs().median()).alias("spread_us"),
+        )
+        .sort("min_rank")
+    )
     ref = per["offset_us"][0]
     per = per.with_columns((pl.col("offset_us") - ref).alias("offset_us"), pl.lit(key).alias("basis"))
     if by_host:

@@ -26,11 +26,15 @@ import polars as pl
 from ncclscope.frames import LogFrames
 
 # NCCL's own teardown vocabulary (see the module docstring for the source of each).
-TEARDOWN_MSG = (r"\[Service thread\] (?:Connection closed by localRank|Accept failed|Could not receive type from localRank)"
-                r"|Failed to execute operation Close from rank|- (?:Destroy|Abort) (?:START|COMPLETE)")
+TEARDOWN_MSG = (
+    r"\[Service thread\] (?:Connection closed by localRank|Accept failed|Could not receive type from localRank)"
+    r"|Failed to execute operation Close from rank|- (?:Destroy|Abort) (?:START|COMPLETE)"
+)
 # Clean-end markers printed by applications and launchers (not NCCL).
-APP_END = (r'"key": "run_stop".*"status": "success"|destroy_process_group\(\) (?:was )?called'
-           r"|[Ww]orker group (?:successfully )?finished|WorkerState\.SUCCEEDED")
+APP_END = (
+    r'"key": "run_stop".*"status": "success"|destroy_process_group\(\) (?:was )?called'
+    r"|[Ww]orker group (?:successfully )?finished|WorkerState\.SUCCEEDED"
+)
 # PyTorch rows that are failures by themselves.
 TORCH_FAILURE = ("watchdog_timeout", "backend_error", "desync", "taking_down", "terminate", "heartbeat_stuck")
 _PHASE_SCHEMA = {"path": pl.Utf8, "teardown_line": pl.Int64, "failure_line": pl.Int64}
@@ -64,15 +68,21 @@ def _first_lines(df: pl.DataFrame, alias: str) -> pl.DataFrame:
 def _teardown_rows(logs: LogFrames) -> pl.DataFrame:
     ends = logs.inits.filter(pl.col("phase").fill_null("").str.contains(r"^(?:destroy|abort)_"))
     warn = logs.warnings.filter(is_teardown_message())
-    app = logs.unknown.filter(~pl.col("is_nccl").fill_null(False) & pl.col("text").fill_null("").str.contains(APP_END))
-    destroy = logs.known.filter(pl.col("subsys").fill_null("").str.contains("DESTROY")  # NCCL 2.30's own tag
-                                & (pl.col("level") == "INFO"))
+    app = logs.unknown.filter(
+        ~pl.col("is_nccl").fill_null(False) & pl.col("text").fill_null("").str.contains(APP_END)
+    )
+    destroy = logs.known.filter(
+        pl.col("subsys").fill_null("").str.contains("DESTROY")  # NCCL 2.30's own tag
+        & (pl.col("level") == "INFO")
+    )
     parts = [d.select("path", "line") for d in (ends, warn, app, destroy) if d.height]
     return pl.concat(parts) if parts else pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64})
 
 
 def _failure_rows(logs: LogFrames) -> pl.DataFrame:
-    w = logs.warnings.filter((pl.col("level") == "WARN") & ~pl.col("benign").fill_null(False) & ~is_teardown_message())
+    w = logs.warnings.filter(
+        (pl.col("level") == "WARN") & ~pl.col("benign").fill_null(False) & ~is_teardown_message()
+    )
     t = logs.torch.filter(pl.col("kind").is_in(TORCH_FAILURE))
     parts = [d.select("path", "line") for d in (w, t) if d.height]
     return pl.concat(parts) if parts else pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64})
@@ -84,6 +94,8 @@ def job_phase(logs: LogFrames) -> JobPhase:
     fail = _first_lines(_failure_rows(logs), "failure_line")
     per = down.join(fail, on="path", how="full", coalesce=True).select(list(_PHASE_SCHEMA)).sort("path")
     per = per.cast(_PHASE_SCHEMA)  # type: ignore[arg-type]
-    failed = per.filter(pl.col("failure_line").is_not_null()
-                        & (pl.col("teardown_line").is_null() | (pl.col("failure_line") < pl.col("teardown_line"))))
+    failed = per.filter(
+        pl.col("failure_line").is_not_null()
+        & (pl.col("teardown_line").is_null() | (pl.col("failure_line") < pl.col("teardown_line")))
+    )
     return JobPhase(per_path=per, failed=failed.height > 0)

@@ -21,7 +21,11 @@ def transport() -> pl.Expr:
     """A connection's transport family (P2P, SHM, NET, COLLNET), whether the column holds the family or
     the whole printed text (`NET/IB/0/GDRDMA`, `direct shared memory`)."""
     t = pl.col("transport").fill_null("")
-    return pl.when(t.str.contains("shared memory")).then(pl.lit("SHM")).otherwise(t.str.extract(r"^([A-Z0-9]+)", 1))
+    return (
+        pl.when(t.str.contains("shared memory"))
+        .then(pl.lit("SHM"))
+        .otherwise(t.str.extract(r"^([A-Z0-9]+)", 1))
+    )
 
 
 def _norm_host(df: pl.DataFrame) -> pl.DataFrame:
@@ -37,28 +41,44 @@ def init_rows(inits: pl.DataFrame) -> pl.DataFrame:
     (or its GPU) created, which lines up across processes that create communicators in one order.
     """
     # `Init timings` lines repeat a COMPLETE line's rank without its comm pointer: they add nothing.
-    df = _norm_host(inits.filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null()
-                                 & (pl.col("phase").fill_null("") != "timings")))
+    df = _norm_host(
+        inits.filter(
+            pl.col("rank").is_not_null()
+            & pl.col("pid").is_not_null()
+            & (pl.col("phase").fill_null("") != "timings")
+        )
+    )
     df = df.with_columns(dev=pl.coalesce("init_cuda_dev", "cuda_dev"))
     same_ptr = pl.col("comm_id").drop_nulls().first().over(["host", "pid", "comm_ptr"])
     same_rank = pl.col("comm_id").drop_nulls().first().over([*PART, "nranks", "rank"])
     df = df.with_columns(
-        comm_id=pl.when(pl.col("comm_ptr").is_not_null()).then(pl.coalesce("comm_id", same_ptr))
+        comm_id=pl.when(pl.col("comm_ptr").is_not_null())
+        .then(pl.coalesce("comm_id", same_ptr))
         .otherwise(pl.coalesce("comm_id", same_rank))
     )
     first = pl.col("line").min().over([*PART, "nranks", "comm_ptr"])
     ordinal = (first.rank("dense").over([*PART, "nranks"]) - 1).cast(pl.Int64)
-    synthetic = pl.concat_str([pl.lit("n"), pl.col("nranks").cast(pl.Utf8).fill_null("?"),
-                               pl.lit("#"), ordinal.cast(pl.Utf8)])
+    synthetic = pl.concat_str(
+        [pl.lit("n"), pl.col("nranks").cast(pl.Utf8).fill_null("?"), pl.lit("#"), ordinal.cast(pl.Utf8)]
+    )
     return df.with_columns(comm_key=pl.coalesce("comm_id", synthetic))
 
 
 def comm_table(inits: pl.DataFrame, torch: pl.DataFrame) -> pl.DataFrame:
     """One row per communicator key (schema COMMS, plus `_first` line for ordering)."""
     if inits.is_empty():
-        return pl.DataFrame(schema={"comm_key": pl.Utf8, "comm_id": pl.Utf8, "nranks": pl.Int64,
-                                    "nnodes": pl.Int64, "ranks_seen": pl.Int64, "complete": pl.Int64,
-                                    "pg_name": pl.Utf8, "_first": pl.Int64})
+        return pl.DataFrame(
+            schema={
+                "comm_key": pl.Utf8,
+                "comm_id": pl.Utf8,
+                "nranks": pl.Int64,
+                "nnodes": pl.Int64,
+                "ranks_seen": pl.Int64,
+                "complete": pl.Int64,
+                "pg_name": pl.Utf8,
+                "_first": pl.Int64,
+            }
+        )
     comms = inits.group_by("comm_key", maintain_order=True).agg(
         pl.col("comm_id").drop_nulls().first(),
         pl.col("nranks").max(),
@@ -75,8 +95,11 @@ def _pg_names(inits: pl.DataFrame, torch: pl.DataFrame) -> pl.DataFrame:
     created = torch.filter((pl.col("kind") == "created_comm") & pl.col("comm_ptr").is_not_null())
     created = created.select("comm_ptr", pg_name=pl.coalesce("pg_name", "pg_desc", "pg_id"))
     ptrs = inits.filter(pl.col("comm_ptr").is_not_null()).select("comm_ptr", "comm_key").unique()
-    return (ptrs.join(created.drop_nulls("pg_name"), on="comm_ptr")
-            .group_by("comm_key").agg(pl.col("pg_name").first()))
+    return (
+        ptrs.join(created.drop_nulls("pg_name"), on="comm_ptr")
+        .group_by("comm_key")
+        .agg(pl.col("pg_name").first())
+    )
 
 
 def world_key(comms: pl.DataFrame) -> tuple[str | None, int | None]:
@@ -89,13 +112,30 @@ def world_key(comms: pl.DataFrame) -> tuple[str | None, int | None]:
 
 def origin_rows(logs: LogFrames) -> pl.DataFrame:
     """Every prefixed line's (path, line, host, pid, cuda_dev, rank_hint), from the small tables."""
-    tables = [logs.inits, logs.versions, logs.env, logs.network, logs.rings, logs.connections,
-              logs.channels, logs.warnings, logs.trail, logs.unknown]
+    tables = [
+        logs.inits,
+        logs.versions,
+        logs.env,
+        logs.network,
+        logs.rings,
+        logs.connections,
+        logs.channels,
+        logs.warnings,
+        logs.trail,
+        logs.unknown,
+    ]
     parts = [t.select(_ORIGIN_COLS) for t in tables if t.height]
     if logs.streams.height:
-        parts.append(logs.streams.select(
-            "path", pl.col("first_line").alias("line"), "host", "pid",
-            pl.lit(None, dtype=pl.Int64).alias("cuda_dev"), "rank_hint"))
+        parts.append(
+            logs.streams.select(
+                "path",
+                pl.col("first_line").alias("line"),
+                "host",
+                "pid",
+                pl.lit(None, dtype=pl.Int64).alias("cuda_dev"),
+                "rank_hint",
+            )
+        )
     if not parts:
         return _norm_host(pl.DataFrame(schema={c: logs.inits.schema[c] for c in _ORIGIN_COLS}))
     return _norm_host(pl.concat(parts, how="vertical_relaxed").filter(pl.col("pid").is_not_null()))
@@ -106,20 +146,34 @@ def _init_evidence(inits: pl.DataFrame, comms: pl.DataFrame) -> pl.DataFrame:
     wkey, wn = world_key(comms)
     ordered = inits.sort("line")
     if wkey is None:
-        return ordered.select(*PART).clear().with_columns(
-            comm_ids=pl.lit(None, dtype=pl.List(pl.Utf8)), init_path=pl.lit(None, dtype=pl.Utf8),
-            rank_init=pl.lit(None, dtype=pl.Int64))
-    in_world = ordered.filter(pl.col("comm_key") == wkey).group_by(PART).agg(
-        pl.col("rank").first().alias("rank_world"))
-    world_sized = ordered.filter(pl.col("nranks").eq_missing(wn)).group_by(PART).agg(
-        pl.col("rank").first().alias("rank_alt"))
+        return (
+            ordered.select(*PART)
+            .clear()
+            .with_columns(
+                comm_ids=pl.lit(None, dtype=pl.List(pl.Utf8)),
+                init_path=pl.lit(None, dtype=pl.Utf8),
+                rank_init=pl.lit(None, dtype=pl.Int64),
+            )
+        )
+    in_world = (
+        ordered.filter(pl.col("comm_key") == wkey)
+        .group_by(PART)
+        .agg(pl.col("rank").first().alias("rank_world"))
+    )
+    world_sized = (
+        ordered.filter(pl.col("nranks").eq_missing(wn))
+        .group_by(PART)
+        .agg(pl.col("rank").first().alias("rank_alt"))
+    )
     ids = ordered.group_by(PART, maintain_order=True).agg(
         pl.col("comm_id").drop_nulls().unique(maintain_order=True).alias("comm_ids"),
-        pl.col("path").first().alias("init_path"))
+        pl.col("path").first().alias("init_path"),
+    )
     out = ids.join(in_world, on=PART, how="left", nulls_equal=True)
     out = out.join(world_sized, on=PART, how="left", nulls_equal=True)
-    return out.select(*PART, "comm_ids", "init_path",
-                      pl.coalesce("rank_world", "rank_alt").alias("rank_init"))
+    return out.select(
+        *PART, "comm_ids", "init_path", pl.coalesce("rank_world", "rank_alt").alias("rank_init")
+    )
 
 
 def _peer_evidence(logs: LogFrames) -> pl.DataFrame:
@@ -129,12 +183,19 @@ def _peer_evidence(logs: LogFrames) -> pl.DataFrame:
     sub-communicators give smaller ranks (a group rank never exceeds the global one), so take the max.
     """
     conn = logs.connections.select(
-        *PROC, pl.col("cuda_dev").alias("dev"),
-        pl.when(pl.col("direction") == "receive").then("dst_rank").otherwise("src_rank").alias("me"))
+        *PROC,
+        pl.col("cuda_dev").alias("dev"),
+        pl.when(pl.col("direction") == "receive").then("dst_rank").otherwise("src_rank").alias("me"),
+    )
     rings = logs.rings.select(
-        *PROC, pl.col("cuda_dev").alias("dev"),
-        pl.when(pl.col("kind") == "ring_neighbors").then(pl.col("order").list.get(1, null_on_oob=True))
-        .when(pl.col("kind") == "tree").then("tree_rank").alias("me"))
+        *PROC,
+        pl.col("cuda_dev").alias("dev"),
+        pl.when(pl.col("kind") == "ring_neighbors")
+        .then(pl.col("order").list.get(1, null_on_oob=True))
+        .when(pl.col("kind") == "tree")
+        .then("tree_rank")
+        .alias("me"),
+    )
     both = _norm_host(pl.concat([conn, rings], how="vertical_relaxed"))
     both = both.filter(pl.col("pid").is_not_null() & pl.col("me").is_not_null() & (pl.col("me") >= 0))
     return both.group_by(PART).agg(pl.col("me").max().alias("rank_peer"), pl.len().alias("n_peer"))
@@ -152,33 +213,54 @@ def _hints(origin: pl.DataFrame) -> pl.DataFrame:
 
 def _proc_defaults(origin: pl.DataFrame) -> pl.DataFrame:
     """Per process: the file it first appears in and its most printed CUDA device."""
-    first = origin.sort(["path", "line"]).group_by(PROC, maintain_order=True).agg(
-        pl.col("path").first().alias("proc_path"))
+    first = (
+        origin.sort(["path", "line"])
+        .group_by(PROC, maintain_order=True)
+        .agg(pl.col("path").first().alias("proc_path"))
+    )
     devs = origin.drop_nulls("cuda_dev").group_by([*PROC, "cuda_dev"]).agg(pl.len().alias("n"))
-    mode = devs.sort(["n", "cuda_dev"], descending=[True, False]).group_by(PROC, maintain_order=True).agg(
-        pl.col("cuda_dev").first().alias("dev_mode"))
+    mode = (
+        devs.sort(["n", "cuda_dev"], descending=[True, False])
+        .group_by(PROC, maintain_order=True)
+        .agg(pl.col("cuda_dev").first().alias("dev_mode"))
+    )
     return first.join(mode, on=PROC, how="left")
 
 
-def participants(logs: LogFrames, inits: pl.DataFrame, comms: pl.DataFrame,
-                 origin: pl.DataFrame) -> pl.DataFrame:
+def participants(
+    logs: LogFrames, inits: pl.DataFrame, comms: pl.DataFrame, origin: pl.DataFrame
+) -> pl.DataFrame:
     """One row per rank-holding participant: host, pid, cuda_dev, path, rank, comm_ids."""
     init_ev = _init_evidence(inits, comms)
     peer_ev = _peer_evidence(logs)
     keys = pl.concat([init_ev.select(PART), peer_ev.select(PART)]).unique()
-    cand = (keys.join(init_ev, on=PART, how="left", nulls_equal=True)
-            .join(peer_ev, on=PART, how="left", nulls_equal=True)
-            .with_columns(rank=pl.coalesce("rank_init", "rank_peer"),
-                          weight=pl.col("rank_init").is_not_null().cast(pl.Int64) * 1_000_000
-                          + pl.col("n_peer").fill_null(0)))
+    cand = (
+        keys.join(init_ev, on=PART, how="left", nulls_equal=True)
+        .join(peer_ev, on=PART, how="left", nulls_equal=True)
+        .with_columns(
+            rank=pl.coalesce("rank_init", "rank_peer"),
+            weight=pl.col("rank_init").is_not_null().cast(pl.Int64) * 1_000_000
+            + pl.col("n_peer").fill_null(0),
+        )
+    )
     multi = cand.group_by(PROC).agg(pl.col("rank").drop_nulls().n_unique().alias("n_ranks"))
     cand = cand.join(multi, on=PROC)
-    several = (cand.filter((pl.col("n_ranks") > 1) & pl.col("rank").is_not_null())
-               .sort("weight", descending=True).unique([*PROC, "rank"], keep="first"))
-    single = (cand.filter(pl.col("n_ranks") <= 1).sort("weight", descending=True)
-              .group_by(PROC, maintain_order=True).agg(
-                  pl.col("dev").first(), pl.col("rank").drop_nulls().first(),
-                  pl.col("comm_ids").drop_nulls().first(), pl.col("init_path").drop_nulls().first()))
+    several = (
+        cand.filter((pl.col("n_ranks") > 1) & pl.col("rank").is_not_null())
+        .sort("weight", descending=True)
+        .unique([*PROC, "rank"], keep="first")
+    )
+    single = (
+        cand.filter(pl.col("n_ranks") <= 1)
+        .sort("weight", descending=True)
+        .group_by(PROC, maintain_order=True)
+        .agg(
+            pl.col("dev").first(),
+            pl.col("rank").drop_nulls().first(),
+            pl.col("comm_ids").drop_nulls().first(),
+            pl.col("init_path").drop_nulls().first(),
+        )
+    )
     cols = [*PART, "rank", "comm_ids", "init_path"]
     parts = pl.concat([several.select(cols), single.select(cols)], how="vertical_relaxed")
     procs = origin.select(PROC).unique()

@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ncclscope.version import __version__
 from ncclscope.capture.config import CONFIG_ENV, CaptureConfig
+from ncclscope.version import __version__
 
 _ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "CUDA_", "MASTER_", "TORCHELASTIC_", "OMP_", "PYTORCH_")
 _ENV_NAMES = frozenset(

@@ -6,7 +6,7 @@ import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -73,7 +73,7 @@ def hoist_globals(argv: list[str]) -> list[str]:
 
 def tuning() -> Tuning:
     """The run's Tuning: the defaults, the global options, and NCCLSCOPE_TRACE_WORKERS (0: no workers)."""
-    over = dict(GLOBALS.overrides)
+    over: dict[str, Any] = dict(GLOBALS.overrides)  # int-valued fields only; Tuning checks them
     workers = os.environ.get("NCCLSCOPE_TRACE_WORKERS", "").strip()
     if workers.isascii() and workers.isdigit() and len(workers) <= 3:
         over["trace_max_workers"] = int(workers)

@@ -57,7 +57,9 @@ class Rule:
 REGISTRY: dict[str, Rule] = {}
 
 
-def rule(id: str, severity: Severity, title: str, group: str, *, post: bool = False) -> Callable[[RuleFn], RuleFn]:
+def rule(
+    id: str, severity: Severity, title: str, group: str, *, post: bool = False
+) -> Callable[[RuleFn], RuleFn]:
     """Register a rule under a stable id. The id must be unique across the package."""
 
     def deco(fn: RuleFn) -> RuleFn:

@@ -59,15 +59,17 @@ def evidence(df: pl.DataFrame, limit: int = MAX_EVIDENCE) -> tuple[Evidence, ...
     if df.is_empty():
         return ()
     rows = df.select("path", "line", "text").unique(["path", "line"]).sort(["path", "line"]).head(limit)
-    return tuple(Evidence(path=p or "", line=int(n or 0), text=(t or "").strip())
-                 for p, n, t in rows.iter_rows())
+    return tuple(
+        Evidence(path=p or "", line=int(n or 0), text=(t or "").strip()) for p, n, t in rows.iter_rows()
+    )
 
 
 def ordered_evidence(df: pl.DataFrame, limit: int = MAX_EVIDENCE) -> tuple[Evidence, ...]:
     """Cited lines in the row order given (first is the root), without repeats."""
     rows = df.select("path", "line", "text").unique(["path", "line"], maintain_order=True).head(limit)
-    return tuple(Evidence(path=p or "", line=int(n or 0), text=(t or "").strip())
-                 for p, n, t in rows.iter_rows())
+    return tuple(
+        Evidence(path=p or "", line=int(n or 0), text=(t or "").strip()) for p, n, t in rows.iter_rows()
+    )
 
 
 def ranks_of(df: pl.DataFrame, ranks: pl.DataFrame) -> tuple[int, ...]:
@@ -83,21 +85,43 @@ def hosts_of(df: pl.DataFrame) -> tuple[str, ...]:
     return tuple(sorted({h for h in df["host"].drop_nulls().to_list() if h}))
 
 
-def make(rule_id: str, severity: Severity, title: str, why: str, fix: str, rows: pl.DataFrame,
-         ctx: Context, *, ordered: bool = False, metrics: dict[str, object] | None = None,
-         named_ranks: Sequence[int] = ()) -> Finding:
+def make(
+    rule_id: str,
+    severity: Severity,
+    title: str,
+    why: str,
+    fix: str,
+    rows: pl.DataFrame,
+    ctx: Context,
+    *,
+    ordered: bool = False,
+    metrics: dict[str, object] | None = None,
+    named_ranks: Sequence[int] = (),
+) -> Finding:
     """A finding whose ranks, hosts and evidence come from `rows` (any ORIGIN-carrying table);
     `named_ranks` adds ranks that the cited messages name themselves."""
     ev = ordered_evidence(rows) if ordered else evidence(rows)
     ranks = tuple(sorted(set(ranks_of(rows, ctx.ranks)) | set(named_ranks)))
-    return Finding(id=rule_id, severity=severity, title=title, why=why, fix=fix,
-                   ranks=ranks, hosts=hosts_of(rows), evidence=ev, metrics=dict(metrics or {}))
+    return Finding(
+        id=rule_id,
+        severity=severity,
+        title=title,
+        why=why,
+        fix=fix,
+        ranks=ranks,
+        hosts=hosts_of(rows),
+        evidence=ev,
+        metrics=dict(metrics or {}),
+    )
 
 
 def where(row: pl.DataFrame, ctx: Context) -> str:
     """'on <host> rank <r>' for the first row, or '<file>:<line>' when the line names no process."""
     r = with_rank(row, ctx.ranks).row(0, named=True)
-    parts = [f"on {r['host']}" if r.get("host") else "", f"rank {r['grank']}" if r.get("grank") is not None else ""]
+    parts = [
+        f"on {r['host']}" if r.get("host") else "",
+        f"rank {r['grank']}" if r.get("grank") is not None else "",
+    ]
     return " ".join(p for p in parts if p) or f"in {Path(r['path'] or '').name}:{r['line']}"
 
 

@@ -27,11 +27,24 @@ from ncclscope.records import Finding, Severity
 
 # NCCL_* settings that every rank must agree on: a difference makes ranks pick different algorithms,
 # protocols, buffer sizes or transports, which hangs or corrupts the collective.
-MUST_MATCH = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_IB_DISABLE", "NCCL_NET", "NCCL_COLLNET_ENABLE",
-              "NCCL_NVLS_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_CROSS_NIC", "NCCL_NET_PLUGIN"}
+MUST_MATCH = {
+    "NCCL_PROTO",
+    "NCCL_ALGO",
+    "NCCL_BUFFSIZE",
+    "NCCL_IB_DISABLE",
+    "NCCL_NET",
+    "NCCL_COLLNET_ENABLE",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_CROSS_NIC",
+    "NCCL_NET_PLUGIN",
+}
 GDR_NETS = r"NET/(?:IB|OFI|AWS|EFA|Libfabric|GIN)"
-PLUGIN_FAIL = (r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
-               r"Failed to initialize any NET plugin|Invalid type of PCI bus")
+PLUGIN_FAIL = (
+    r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
+    r"Failed to initialize any NET plugin|Invalid type of PCI bus"
+)
 
 
 OFI_TCP = r"Selected [Pp]rovider is (?:tcp|sockets|udp)\b"
@@ -46,25 +59,41 @@ def _socket_users(ctx: Context) -> pl.DataFrame:
     ofi = ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(OFI_TCP))
     no_ib = ctx.logs.network.filter(pl.col("kind") == "ib_no_device")
     no_ib = no_ib if job_shape(ctx).multi_node else no_ib.clear()
-    return norm_host(cite(first_per(net, PROC), first_per(conn, PROC), first_per(ofi, PROC), first_per(no_ib, PROC)))
+    return norm_host(
+        cite(first_per(net, PROC), first_per(conn, PROC), first_per(ofi, PROC), first_per(no_ib, PROC))
+    )
 
 
 def _ib_users(ctx: Context) -> pl.DataFrame:
     """Lines showing a process on IB/RoCE: `NET/IB : Using [0]mlx5…`, `Using network IB…`, `via NET/IB…`."""
-    net = ctx.logs.network.filter((pl.col("kind") == "ib_dev")
-                                  | ((pl.col("kind") == "using_network") & pl.col("net").fill_null("").str.starts_with("IB")))
-    conn = ctx.logs.connections.filter((transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    net = ctx.logs.network.filter(
+        (pl.col("kind") == "ib_dev")
+        | ((pl.col("kind") == "using_network") & pl.col("net").fill_null("").str.starts_with("IB"))
+    )
+    conn = ctx.logs.connections.filter(
+        (transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB")
+    )
     return norm_host(cite(net, conn))
 
 
 def _ib_absent_reasons(ctx: Context) -> pl.DataFrame:
     """Why IB was not used, as cited lines plus a short `reason`: NCCL_IB_DISABLE=1, `NET/IB : No device
     found.`, libibverbs missing."""
-    env = ctx.logs.env.filter((pl.col("name") == "NCCL_IB_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1"))
+    env = ctx.logs.env.filter(
+        (pl.col("name") == "NCCL_IB_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1")
+    )
     net = ctx.logs.network.filter(pl.col("kind").is_in(["ib_no_device", "ibverbs_missing"]))
-    rows = pl.concat([env.select(*CITE, reason=pl.lit("NCCL_IB_DISABLE=1")),
-                      net.select(*CITE, reason=pl.when(pl.col("kind") == "ib_no_device")
-                                 .then(pl.lit("NET/IB found no device")).otherwise(pl.lit("libibverbs not found")))])
+    rows = pl.concat(
+        [
+            env.select(*CITE, reason=pl.lit("NCCL_IB_DISABLE=1")),
+            net.select(
+                *CITE,
+                reason=pl.when(pl.col("kind") == "ib_no_device")
+                .then(pl.lit("NET/IB found no device"))
+                .otherwise(pl.lit("libibverbs not found")),
+            ),
+        ]
+    )
     return first_per(rows, ["path", "reason"])
 
 
@@ -76,39 +105,65 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs missing) when the log says."""
     out: list[Finding] = []
     # libfabric prints its own `<warn> fi_getinfo: …` lines (no NCCL prefix): they stay unknown lines.
-    plugin = cite(warnings_matching(ctx, PLUGIN_FAIL),
-                  ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(PLUGIN_FAIL)),
-                  ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(PLUGIN_FAIL)))
+    plugin = cite(
+        warnings_matching(ctx, PLUGIN_FAIL),
+        ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(PLUGIN_FAIL)),
+        ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(PLUGIN_FAIL)),
+    )
     plugin = plugin.unique(["path", "line"], keep="first", maintain_order=True)
     if plugin.height:
-        out.append(make("net-socket-fallback", "warning", "The network plugin failed to initialise",
-                        "When the EFA/OFI or other NET plugin cannot start, NCCL falls back to its internal IB or "
-                        "TCP-socket transport (much slower) or fails at the first inter-node connection.",
-                        "Expose the fabric devices to the container (/dev/infiniband/*, EFA), check the provider "
-                        "with fi_info, and load the plugin's libraries on every node.", plugin, ctx))
+        out.append(
+            make(
+                "net-socket-fallback",
+                "warning",
+                "The network plugin failed to initialise",
+                "When the EFA/OFI or other NET plugin cannot start, NCCL falls back to its internal IB or "
+                "TCP-socket transport (much slower) or fails at the first inter-node connection.",
+                "Expose the fabric devices to the container (/dev/infiniband/*, EFA), check the provider "
+                "with fi_info, and load the plugin's libraries on every node.",
+                plugin,
+                ctx,
+            )
+        )
     sock = _socket_users(ctx)
     inter_node = ctx.logs.connections.filter((transport() == "NET") & (pl.col("net") == "Socket")).height > 0
     if sock.is_empty() or not (inter_node or job_shape(ctx).multi_node):
         return out
     ib = _ib_users(ctx).join(sock.select(PROC).unique(), on=PROC, how="anti")
     ifaces = norm_host(ctx.logs.network.filter(pl.col("kind").is_in(["bootstrap", "socket_iface"])))
-    ipoib = ifaces.join(sock.select(PROC).unique(), on=PROC).filter(pl.col("iface").fill_null("").str.starts_with("ib"))
+    ipoib = ifaces.join(sock.select(PROC).unique(), on=PROC).filter(
+        pl.col("iface").fill_null("").str.starts_with("ib")
+    )
     reasons = _ib_absent_reasons(ctx)
     cited = cite(sock, first_per(ib, ["host"]), reasons, first_per(ipoib, ["host"]))
     sev: Severity
     if ib.height:
         sev, title = "warning", "Some ranks use TCP sockets between nodes while others use IB/RoCE"
     elif ipoib.height:
-        sev, title = "warning", "Inter-node traffic runs over sockets on an IPoIB interface (IB hardware unused)"
+        sev, title = (
+            "warning",
+            "Inter-node traffic runs over sockets on an IPoIB interface (IB hardware unused)",
+        )
     else:
         why = ", ".join(sorted(set(reasons["reason"].to_list())))
-        sev, title = "info", "Inter-node traffic runs over TCP sockets (NET/Socket)" + (f": {why}" if why else "")
-    out.append(make("net-socket-fallback", sev, title,
-                    "NET/Socket is many times slower than IB/RoCE verbs; on a cluster with HCAs it means verbs "
-                    "could not be used (IB disabled, no libibverbs, /dev/infiniband not mapped into the container), "
-                    "which shows up as slow training or a hang at scale.",
-                    "If the nodes have IB/RoCE/EFA NICs: install libibverbs (rdma-core) in the image, map "
-                    "/dev/infiniband into the container, and do not set NCCL_IB_DISABLE=1.", cited, ctx))
+        sev, title = (
+            "info",
+            "Inter-node traffic runs over TCP sockets (NET/Socket)" + (f": {why}" if why else ""),
+        )
+    out.append(
+        make(
+            "net-socket-fallback",
+            sev,
+            title,
+            "NET/Socket is many times slower than IB/RoCE verbs; on a cluster with HCAs it means verbs "
+            "could not be used (IB disabled, no libibverbs, /dev/infiniband not mapped into the container), "
+            "which shows up as slow training or a hang at scale.",
+            "If the nodes have IB/RoCE/EFA NICs: install libibverbs (rdma-core) in the image, map "
+            "/dev/infiniband into the container, and do not set NCCL_IB_DISABLE=1.",
+            cited,
+            ctx,
+        )
+    )
     return out
 
 
@@ -119,25 +174,40 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     inter-node bandwidth (one thread: ~180 → ~10 GB/s). Only on RDMA networks (NET/IB, IBext, RoCE, OFI/EFA)
     and only when inter-node traffic may exist (not on a job the evidence shows on one node): a single-node
     run or a socket NIC has no GDR to lose."""
-    conn = ctx.logs.connections.filter((transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB"))
+    conn = ctx.logs.connections.filter(
+        (transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB")
+    )
     if conn.is_empty() and job_shape(ctx).multi_node is False:
         return []  # a single-node job: no inter-node traffic, GDR does not apply
     # `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'` is a socket NIC: GDR is an RDMA feature
-    off = ctx.logs.network.filter((pl.col("kind") == "gdr_disabled") & pl.col("text").fill_null("").str.contains(GDR_NETS))
+    off = ctx.logs.network.filter(
+        (pl.col("kind") == "gdr_disabled") & pl.col("text").fill_null("").str.contains(GDR_NETS)
+    )
     plain = conn.filter(~pl.col("gdr").fill_null(False))
     gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0)
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():
         return []
     cited = cite(first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
     some = conn.height > plain.height > 0
-    title = ("GPUDirect RDMA is used by some ranks but not others" if some
-             else "GPUDirect RDMA is off: IB traffic is staged through host memory")
-    return [make("gdr-disabled", "warning", title,
-                 "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
-                 "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
-                 "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe.",
-                 "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
-                 "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m).", cited, ctx)]
+    title = (
+        "GPUDirect RDMA is used by some ranks but not others"
+        if some
+        else "GPUDirect RDMA is off: IB traffic is staged through host memory"
+    )
+    return [
+        make(
+            "gdr-disabled",
+            "warning",
+            title,
+            "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
+            "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
+            "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe.",
+            "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
+            "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m).",
+            cited,
+            ctx,
+        )
+    ]
 
 
 def _version_lines(ctx: Context, kind: str) -> pl.DataFrame:
@@ -157,48 +227,82 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
     warn = ctx.logs.warnings.filter((pl.col("family") == "version") & ~pl.col("benign").fill_null(False))
     if len(versions) > 1 or warn.height:
         cited = cite(_version_lines(ctx, "nccl"), warn)
-        f = make("version-mismatch", "error", "Ranks run different NCCL versions: " + ", ".join(versions or ["?"]),
-                 "NCCL's wire protocol is not compatible across versions; mixed installs fail with misleading errors "
-                 "(bad address family, wrong magic/type, collective mismatch, truncated messages) or hang silently.",
-                 "Install one NCCL (and one net plugin) on every node: same pip wheel/container image; check that "
-                 "torch does not load a different libnccl than the system one.", cited, ctx,
-                 metrics={"nccl_versions": versions})
+        f = make(
+            "version-mismatch",
+            "error",
+            "Ranks run different NCCL versions: " + ", ".join(versions or ["?"]),
+            "NCCL's wire protocol is not compatible across versions; mixed installs fail with misleading errors "
+            "(bad address family, wrong magic/type, collective mismatch, truncated messages) or hang silently.",
+            "Install one NCCL (and one net plugin) on every node: same pip wheel/container image; check that "
+            "torch does not load a different libnccl than the system one.",
+            cited,
+            ctx,
+            metrics={"nccl_versions": versions},
+        )
         by_version = r.drop_nulls("nccl_version").group_by("nccl_version").agg(pl.col("rank").drop_nulls())
         out.append(f)
         f.metrics["ranks_by_version"] = {v: sorted(rs) for v, rs in by_version.iter_rows()}
     out += _plugin_mismatch(ctx)
     drivers = r["cuda_driver"].drop_nulls().unique().sort().to_list()
     if len(drivers) > 1:
-        out.append(make("version-mismatch", "warning", "Ranks run different CUDA drivers: " + ", ".join(drivers),
-                        "Nodes on different drivers behave differently (P2P, NVLS, CUMEM support) and are a common "
-                        "hidden difference between a working and a failing node.",
-                        "Put every node on the same driver version.", _version_lines(ctx, "cuda_driver"), ctx,
-                        metrics={"cuda_drivers": drivers}))
+        out.append(
+            make(
+                "version-mismatch",
+                "warning",
+                "Ranks run different CUDA drivers: " + ", ".join(drivers),
+                "Nodes on different drivers behave differently (P2P, NVLS, CUMEM support) and are a common "
+                "hidden difference between a working and a failing node.",
+                "Put every node on the same driver version.",
+                _version_lines(ctx, "cuda_driver"),
+                ctx,
+                metrics={"cuda_drivers": drivers},
+            )
+        )
     return out
 
 
-PLUGIN_NAME = (r"Loaded (?:net|collnet) plugin (\S+)|Successfully loaded external plugin (\S+)|"
-               r"Initialized NET plugin (\S+)|P2P plugin (\S+)|Plugin Path : (\S+)")
+PLUGIN_NAME = (
+    r"Loaded (?:net|collnet) plugin (\S+)|Successfully loaded external plugin (\S+)|"
+    r"Initialized NET plugin (\S+)|P2P plugin (\S+)|Plugin Path : (\S+)"
+)
 
 
 def _plugin_mismatch(ctx: Context) -> list[Finding]:
     """Hosts that load an external net plugin (FastSocket, aws-ofi, HPC-X SHARP) next to hosts that
     run NCCL's internal one: a silent hang or bogus bootstrap errors (real-logs.md R8)."""
-    rows = norm_host(ctx.logs.network.filter((pl.col("kind") == "plugin") & pl.col("detail").str.contains("Plugin|plugin")))
+    rows = norm_host(
+        ctx.logs.network.filter((pl.col("kind") == "plugin") & pl.col("detail").str.contains("Plugin|plugin"))
+    )
     rows = rows.filter(pl.col("host") != "").with_columns(
-        name=pl.coalesce([pl.col("detail").str.extract(PLUGIN_NAME, i) for i in range(1, 6)]))
-    per_host = rows.group_by("host").agg(pl.col("name").drop_nulls().unique().sort().str.join("+").alias("plugins"))
-    per_host = per_host.with_columns(pl.when(pl.col("plugins") == "").then(pl.lit("internal"))
-                                     .otherwise(pl.col("plugins")).alias("plugins"))
+        name=pl.coalesce([pl.col("detail").str.extract(PLUGIN_NAME, i) for i in range(1, 6)])
+    )
+    per_host = rows.group_by("host").agg(
+        pl.col("name").drop_nulls().unique().sort().str.join("+").alias("plugins")
+    )
+    per_host = per_host.with_columns(
+        pl.when(pl.col("plugins") == "")
+        .then(pl.lit("internal"))
+        .otherwise(pl.col("plugins"))
+        .alias("plugins")
+    )
     if per_host["plugins"].n_unique() < 2:
         return []
-    cited = cite(first_per(rows.filter(pl.col("name").is_not_null()), ["host", "name"]), first_per(rows, ["host"]))
+    cited = cite(
+        first_per(rows.filter(pl.col("name").is_not_null()), ["host", "name"]), first_per(rows, ["host"])
+    )
     summary = ", ".join(f"{h}: {p}" for h, p in per_host.sort("host").iter_rows())
-    return [make("version-mismatch", "warning", f"Nodes use different network plugins ({summary})",
-                 "A net plugin present on some nodes only makes ranks speak different transports; jobs then hang "
-                 "silently or fail with misleading bootstrap errors.",
-                 "Install the same net plugin (or none) on every node; check NCCL_NET_PLUGIN and LD_LIBRARY_PATH.",
-                 cited, ctx)]
+    return [
+        make(
+            "version-mismatch",
+            "warning",
+            f"Nodes use different network plugins ({summary})",
+            "A net plugin present on some nodes only makes ranks speak different transports; jobs then hang "
+            "silently or fail with misleading bootstrap errors.",
+            "Install the same net plugin (or none) on every node; check NCCL_NET_PLUGIN and LD_LIBRARY_PATH.",
+            cited,
+            ctx,
+        )
+    ]
 
 
 @rule("env-mismatch", "error", "NCCL_* environment differs across ranks", "config")
@@ -216,25 +320,41 @@ def env_mismatch(ctx: Context) -> Iterable[Finding]:
     out: list[Finding] = []
     for name, rows, values in _value_diffs(env) + _set_unset(env, ctx):
         sev: Severity = "error" if name in MUST_MATCH else "warning"
-        out.append(make("env-mismatch", sev, f"{name} differs across ranks: " + " vs ".join(values),
-                        "Ranks configured differently make different choices (transport, protocol, algorithm, "
-                        "buffer size); NCCL does not check this and the job fails or hangs in confusing ways.",
-                        f"Set {name} identically on every node (launcher env, container env, ~/.bashrc, "
-                        "/etc/nccl.conf); diff the `set by environment` lines between ranks.", rows, ctx,
-                        metrics={"name": name, "values": values}))
+        out.append(
+            make(
+                "env-mismatch",
+                sev,
+                f"{name} differs across ranks: " + " vs ".join(values),
+                "Ranks configured differently make different choices (transport, protocol, algorithm, "
+                "buffer size); NCCL does not check this and the job fails or hangs in confusing ways.",
+                f"Set {name} identically on every node (launcher env, container env, ~/.bashrc, "
+                "/etc/nccl.conf); diff the `set by environment` lines between ranks.",
+                rows,
+                ctx,
+                metrics={"name": name, "values": values},
+            )
+        )
     return out
 
 
 def _env_rows(ctx: Context) -> pl.DataFrame:
-    env = norm_host(ctx.logs.env).sort("path", "line").with_columns(
-        v=pl.col("value").fill_null("").str.strip_chars().str.strip_chars_end("."),
-        who=pl.when(pl.col("pid").is_not_null()).then(pl.concat_str(["host", pl.col("pid").cast(pl.Utf8)], separator=":"))
-        .otherwise(pl.col("path")))
+    env = (
+        norm_host(ctx.logs.env)
+        .sort("path", "line")
+        .with_columns(
+            v=pl.col("value").fill_null("").str.strip_chars().str.strip_chars_end("."),
+            who=pl.when(pl.col("pid").is_not_null())
+            .then(pl.concat_str(["host", pl.col("pid").cast(pl.Utf8)], separator=":"))
+            .otherwise(pl.col("path")),
+        )
+    )
     return env.with_columns(k=pl.col("v").cum_count().over("who", "name"))
 
 
 def _value_diffs(env: pl.DataFrame) -> list[tuple[str, pl.DataFrame, list[str]]]:
-    diff = env.group_by("name", "k").agg(pl.col("v").n_unique().alias("n"), pl.col("who").n_unique().alias("w"))
+    diff = env.group_by("name", "k").agg(
+        pl.col("v").n_unique().alias("n"), pl.col("who").n_unique().alias("w")
+    )
     out = []
     for name in sorted(set(diff.filter((pl.col("n") > 1) & (pl.col("w") > 1))["name"].to_list())):
         ks = diff.filter((pl.col("name") == name) & (pl.col("n") > 1))["k"].min()
@@ -259,7 +379,9 @@ def _set_unset(env: pl.DataFrame, ctx: Context) -> list[tuple[str, pl.DataFrame,
         rows = first_per(env.filter(pl.col("name") == name), ["v"])
         unset = first_per(env.filter(pl.col("who") == missing[0]), ["who"]).with_columns(v=pl.lit("(unset)"))
         cited = pl.concat([rows, unset], how="vertical_relaxed")
-        out.append((name, cited, [*rows["v"].to_list(), f"unset on {len(missing)} process(es), e.g. {missing[0]}"]))
+        out.append(
+            (name, cited, [*rows["v"].to_list(), f"unset on {len(missing)} process(es), e.g. {missing[0]}"])
+        )
     return out
 
 
@@ -280,29 +402,55 @@ def p2p_degraded(ctx: Context) -> Iterable[Finding]:
     out: list[Finding] = []
     nvlink = warnings_matching(ctx, r"(?i)P2P is disabled between NVLINK")
     if nvlink.height:
-        out.append(make("p2p-degraded", "error", "P2P is disabled between NVLink-connected GPUs",
-                        "NCCL found NVLink but P2P access fails between those GPUs, which points at a hardware or "
-                        "driver problem; NCCL stops rather than run degraded.",
-                        "Check `nvidia-smi topo -m` and `nvidia-smi nvlink -s`, reboot/reset the node; "
-                        "NCCL_IGNORE_DISABLED_P2P=1 proceeds at reduced speed.", nvlink, ctx))
-    env = ctx.logs.env.filter((pl.col("name") == "NCCL_P2P_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1"))
+        out.append(
+            make(
+                "p2p-degraded",
+                "error",
+                "P2P is disabled between NVLink-connected GPUs",
+                "NCCL found NVLink but P2P access fails between those GPUs, which points at a hardware or "
+                "driver problem; NCCL stops rather than run degraded.",
+                "Check `nvidia-smi topo -m` and `nvidia-smi nvlink -s`, reboot/reset the node; "
+                "NCCL_IGNORE_DISABLED_P2P=1 proceeds at reduced speed.",
+                nvlink,
+                ctx,
+            )
+        )
+    env = ctx.logs.env.filter(
+        (pl.col("name") == "NCCL_P2P_DISABLE") & pl.col("value").str.strip_chars(". ").eq("1")
+    )
     same_host_net = _same_host(ctx, ctx.logs.connections.filter(transport() == "NET"))
     if env.height or same_host_net.height:
         cited = cite(first_per(env, ["text"]), first_per(same_host_net, PROC))
-        out.append(make("p2p-degraded", "warning",
-                        "P2P disabled by NCCL_P2P_DISABLE=1" if env.height else "Ranks on one host talk through the NIC",
-                        "GPUs in one node then exchange data through host memory or the network instead of "
-                        "NVLink/PCIe peer access: a large bandwidth loss.",
-                        "Drop NCCL_P2P_DISABLE once P2P works (it is a diagnostic for PCIe ACS/IOMMU hangs); "
-                        "if P2P hangs, disable ACS or the IOMMU (intel_iommu=off / iommu=pt) or upgrade the driver.",
-                        cited, ctx))
+        out.append(
+            make(
+                "p2p-degraded",
+                "warning",
+                "P2P disabled by NCCL_P2P_DISABLE=1"
+                if env.height
+                else "Ranks on one host talk through the NIC",
+                "GPUs in one node then exchange data through host memory or the network instead of "
+                "NVLink/PCIe peer access: a large bandwidth loss.",
+                "Drop NCCL_P2P_DISABLE once P2P works (it is a diagnostic for PCIe ACS/IOMMU hangs); "
+                "if P2P hangs, disable ACS or the IOMMU (intel_iommu=off / iommu=pt) or upgrade the driver.",
+                cited,
+                ctx,
+            )
+        )
     shm = ctx.logs.connections.filter(transport() == "SHM")
     if shm.height and not env.height:
-        out.append(make("p2p-degraded", "info", "Intra-node channels run over shared memory (SHM), not P2P",
-                        "SHM is what NCCL uses when GPUs cannot reach each other directly (PCIe across CPU sockets, "
-                        "VMs, consumer GPUs); on NVLink systems it would be a bandwidth loss.",
-                        "If these GPUs share NVLink or a PCIe switch, check `nvidia-smi topo -m`, NCCL_P2P_LEVEL and "
-                        "the container's IPC settings (--ipc=host).", first_per(shm, PROC), ctx))
+        out.append(
+            make(
+                "p2p-degraded",
+                "info",
+                "Intra-node channels run over shared memory (SHM), not P2P",
+                "SHM is what NCCL uses when GPUs cannot reach each other directly (PCIe across CPU sockets, "
+                "VMs, consumer GPUs); on NVLink systems it would be a bandwidth loss.",
+                "If these GPUs share NVLink or a PCIe switch, check `nvidia-smi topo -m`, NCCL_P2P_LEVEL and "
+                "the container's IPC settings (--ipc=host).",
+                first_per(shm, PROC),
+                ctx,
+            )
+        )
     return out
 
 

@@ -17,11 +17,15 @@ from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, cite, live_warnings, make, norm_host, where
 from ncclscope.records import Finding, Severity
 
-ECHO = (r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
-        r"service thread|failed to execute operation|abort called|closed by localRank|remote process")
+ECHO = (
+    r"(?i)closed by remote peer|broken pipe|reset by peer|call to recv|recv from|socket recv failed|"
+    r"service thread|failed to execute operation|abort called|closed by localRank|remote process"
+)
 RETRY = r"(?i)retrying"
 # Interface-selection failures belong to the iface-* rules, not to connection-failure.
-IFACE_MSG = r"(?i)no interface found|no socket interface|no usable listening|Socket creation failed|no device found"
+IFACE_MSG = (
+    r"(?i)no interface found|no socket interface|no usable listening|Socket creation failed|no device found"
+)
 SOCKET_FAMILIES = ["socket", "bootstrap", "proxy"]
 SOCKET_FILES = r"(?i)(socket|bootstrap|net_socket)\.(cc|cu|h)$"
 IB_STATUS = {
@@ -44,16 +48,25 @@ def _ordered(rows: pl.DataFrame, rank_expr: pl.Expr) -> pl.DataFrame:
 
 def _retry_exhausted() -> pl.Expr:
     nums = pl.col("message").fill_null("").str.extract_groups(r"\((\d+)/(\d+)\)")
-    return nums.struct.field("1").cast(pl.Int64, strict=False) >= nums.struct.field("2").cast(pl.Int64, strict=False)
+    return nums.struct.field("1").cast(pl.Int64, strict=False) >= nums.struct.field("2").cast(
+        pl.Int64, strict=False
+    )
 
 
 def _echo_lines(ctx: Context) -> pl.DataFrame:
     """Socket-layer WARNs and retries, classed 0 root / 1 exhausted retry / 2 retry / 3 echo."""
     w = live_warnings(ctx)
     msg = pl.col("message").fill_null("")
-    sock = w.filter((pl.col("family").is_in(SOCKET_FAMILIES) | msg.str.contains(ECHO)) & ~msg.str.contains(IFACE_MSG))
-    return sock.with_columns(cls=pl.when(msg.str.contains(RETRY)).then(pl.when(_retry_exhausted()).then(1).otherwise(2))
-                             .when(msg.str.contains(ECHO)).then(3).otherwise(0))
+    sock = w.filter(
+        (pl.col("family").is_in(SOCKET_FAMILIES) | msg.str.contains(ECHO)) & ~msg.str.contains(IFACE_MSG)
+    )
+    return sock.with_columns(
+        cls=pl.when(msg.str.contains(RETRY))
+        .then(pl.when(_retry_exhausted()).then(1).otherwise(2))
+        .when(msg.str.contains(ECHO))
+        .then(3)
+        .otherwise(0)
+    )
 
 
 def _silent_trails(ctx: Context) -> pl.DataFrame:
@@ -62,7 +75,9 @@ def _silent_trails(ctx: Context) -> pl.DataFrame:
     trail = norm_host(ctx.logs.trail)
     deepest = trail.sort("line").unique(["path", "host", "pid", "tid"], keep="first", maintain_order=True)
     deepest = deepest.filter(pl.col("src_file").fill_null("").str.contains(SOCKET_FILES))
-    warned = norm_host(live_warnings(ctx).filter(pl.col("level") == "WARN")).select("path", "host", "pid").unique()
+    warned = (
+        norm_host(live_warnings(ctx).filter(pl.col("level") == "WARN")).select("path", "host", "pid").unique()
+    )
     return deepest.join(warned, on=["path", "host", "pid"], how="anti", nulls_equal=True)
 
 
@@ -79,8 +94,9 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     if ctx.logs.warnings.is_empty() and ctx.logs.trail.is_empty():
         return []
     lines = _echo_lines(ctx).select(*CITE, pl.col("cls").cast(pl.Int32), "message", silent=pl.lit(False))
-    silent = _silent_trails(ctx).select(*CITE, cls=pl.lit(0, dtype=pl.Int32), message=pl.lit(None, dtype=pl.Utf8),
-                                        silent=pl.lit(True))
+    silent = _silent_trails(ctx).select(
+        *CITE, cls=pl.lit(0, dtype=pl.Int32), message=pl.lit(None, dtype=pl.Utf8), silent=pl.lit(True)
+    )
     rows = pl.concat([lines, silent], how="vertical_relaxed")
     rows = rows.filter(~ctx.phase.benign_teardown(rows))
     if rows.is_empty():
@@ -95,21 +111,43 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
         sev = "warning" if others.height else "error"
     else:
         sev = "warning"
-    what = ("socket/bootstrap failure inferred from the error trail (no WARN printed)" if first["silent"]
-            else (first["message"] or first["text"] or "").strip()[:140])
+    what = (
+        "socket/bootstrap failure inferred from the error trail (no WARN printed)"
+        if first["silent"]
+        else (first["message"] or first["text"] or "").strip()[:140]
+    )
     title = f"Connection failure, first {where(rows.head(1), ctx)}: {what}"
     if first["cls"] == 3:  # the earliest line is already an echo: the peer itself failed first
-        title = f"A peer went away (crash, OOM kill, preemption?), first seen {where(rows.head(1), ctx)}: {what}"
+        title = (
+            f"A peer went away (crash, OOM kill, preemption?), first seen {where(rows.head(1), ctx)}: {what}"
+        )
     if sev == "warning" and others.height:
         title = f"Connections closed as a consequence of an earlier {others['family'][0]} error"
     peers = rows.filter(pl.col("cls") == 3).select("host", "pid").unique().height
     if peers:
         title += f" (+ echoes in {peers} process(es))"
-    cited = pl.concat([rows.head(3), rows.filter(pl.col("cls") == 3).unique(["host", "pid"], keep="first",
-                                                                             maintain_order=True).head(6)])
+    cited = pl.concat(
+        [
+            rows.head(3),
+            rows.filter(pl.col("cls") == 3)
+            .unique(["host", "pid"], keep="first", maintain_order=True)
+            .head(6),
+        ]
+    )
     why, fix = _advice(first["message"] or "")
-    return [make("connection-failure", sev, title, why, fix, cited, ctx, ordered=True,
-                 metrics={"cause": _cause(first["message"] or "")})]
+    return [
+        make(
+            "connection-failure",
+            sev,
+            title,
+            why,
+            fix,
+            cited,
+            ctx,
+            ordered=True,
+            metrics={"cause": _cause(first["message"] or "")},
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -126,7 +164,8 @@ GENERIC = Advice(
     "service-thread closures are echoes: the peer went away first (crash, OOM, preemption) and the first "
     "failing rank or host is the one to diagnose.",
     "Diagnose the first failing host/rank: its own log (segfault, OOM killer, CUDA error), the firewall and "
-    "routes between nodes (ports NCCL opens are ephemeral), MASTER_ADDR and NCCL_SOCKET_IFNAME.")
+    "routes between nodes (ports NCCL opens are ephemeral), MASTER_ADDR and NCCL_SOCKET_IFNAME.",
+)
 # The first failure's own words decide the advice (NCCL's socket.cc / bootstrap.cc messages).
 ADVICE: dict[str, Advice] = {
     "incompatible-peer": Advice(
@@ -136,25 +175,29 @@ ADVICE: dict[str, Advice] = {
         "NCCL version or net plugin on that node, ranks of two jobs meeting on one port, or a stray connection.",
         "Check that every node runs the same NCCL and net plugin (the `NCCL version` and `NET/Plugin` lines), "
         "that no other job uses the same MASTER_PORT / NCCL_COMM_ID, and that nothing else (a port scanner, a "
-        "health check) connects to the job's ports. A firewall does not cause this."),
+        "health check) connects to the job's ports. A firewall does not cause this.",
+    ),
     "no-route": Advice(
         r"(?i)no route to host|network is unreachable",
         "The kernel has no route to the address the peer advertised: that address belongs to an interface the "
         "other nodes cannot reach (a docker bridge, a management NIC, a second subnet).",
         "Set NCCL_SOCKET_IFNAME to the interface on the nodes' shared network, and check `ip route get <addr>` "
-        "from the failing node."),
+        "from the failing node.",
+    ),
     "refused": Advice(
         r"(?i)connection refused",
         "Nothing listened at the peer's address and port: the peer had exited (crash, OOM kill) or had not started "
         "yet, or a firewall rejected the connection.",
         "Look at the peer's own log for how it ended; start all ranks together; open the ephemeral port range "
-        "between nodes."),
+        "between nodes.",
+    ),
     "timeout": Advice(
         r"(?i)timed? ?out|timeout|exceeded (?:retries|timeouts)",
         "Connection attempts got no answer at all: packets are dropped on the way (firewall, security group) or "
         "the peer is stalled.",
         "Check firewalls/security groups between the nodes for the whole ephemeral port range and that the "
-        "advertised address is reachable (`nc -zv <addr> <port>`)."),
+        "advertised address is reachable (`nc -zv <addr> <port>`).",
+    ),
 }
 
 
@@ -173,14 +216,22 @@ def _ib_rows(ctx: Context) -> pl.DataFrame:
     cols = [*CITE, "family", "status", "message"]
     w = live_warnings(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"])).select(cols)
     pat = r"Got completion from peer|NET/IB ?: Got completion"
-    status = pl.col("text").str.extract(r"(?:with error |status=[A-Z_]*\(?)(\d+)", 1).cast(pl.Int64, strict=False)
-    emb = cite(ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat)),
-               ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat)))
+    status = (
+        pl.col("text").str.extract(r"(?:with error |status=[A-Z_]*\(?)(\d+)", 1).cast(pl.Int64, strict=False)
+    )
+    emb = cite(
+        ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat)),
+        ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat)),
+    )
     emb = emb.select(*CITE, family=pl.lit("ib_completion"), status=status, message=pl.col("text"))
     ofi_net = ctx.logs.network.filter(pl.col("detail").fill_null("").str.contains(r"completed with error"))
-    ofi_warn = live_warnings(ctx).filter(pl.col("message").fill_null("").str.contains(r"NET/OFI.*completed with error"))
+    ofi_warn = live_warnings(ctx).filter(
+        pl.col("message").fill_null("").str.contains(r"NET/OFI.*completed with error")
+    )
     ofi = pl.concat([ofi_net.select(*CITE, message=pl.col("detail")), ofi_warn.select(*CITE, "message")])
-    ofi = ofi.select(*CITE, family=pl.lit("ofi_completion"), status=pl.lit(None, dtype=pl.Int64), message="message")
+    ofi = ofi.select(
+        *CITE, family=pl.lit("ofi_completion"), status=pl.lit(None, dtype=pl.Int64), message="message"
+    )
     return pl.concat([w, emb, ofi], how="vertical_relaxed")
 
 
@@ -193,8 +244,10 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     w = _ib_rows(ctx)
     if w.is_empty():
         return []
-    rows = _ordered(w, pl.when(pl.col("status") == 5).then(2).when(pl.col("family") == "ib_completion").then(0)
-                    .otherwise(1))
+    rows = _ordered(
+        w,
+        pl.when(pl.col("status") == 5).then(2).when(pl.col("family") == "ib_completion").then(0).otherwise(1),
+    )
     first = rows.row(0, named=True)
     status = first["status"]
     meaning = IB_STATUS.get(int(status), "see ibv_wc_status") if status is not None else None
@@ -207,15 +260,29 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     else:
         title = f"IB completion error status {status} ({meaning}) first {where(rows.head(1), ctx)}"
     statuses = sorted({int(v) for v in w["status"].drop_nulls().to_list()})
-    hint = {12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
-                "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
-                "NCCL_IB_TIMEOUT.",
-            4: "Status 4 points at memory registration / GPUDirect RDMA: disable PCIe ACS and check the IOMMU, "
-               "nvidia-peermem and the memlock ulimit."}.get(int(status) if status is not None else -1,
-                                                             "Find the node that reported first and check its "
-                                                             "links and HCA health (ibstat, ibv_devinfo, fi_info).")
+    hint = {
+        12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
+        "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
+        "NCCL_IB_TIMEOUT.",
+        4: "Status 4 points at memory registration / GPUDirect RDMA: disable PCIe ACS and check the IOMMU, "
+        "nvidia-peermem and the memlock ulimit.",
+    }.get(
+        int(status) if status is not None else -1,
+        "Find the node that reported first and check its "
+        "links and HCA health (ibstat, ibv_devinfo, fi_info).",
+    )
     cited = rows.unique(["host", "pid", "status"], keep="first", maintain_order=True).head(8)
-    return [make("ib-error", "error", title,
-                 "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
-                 "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root.",
-                 hint, cited, ctx, ordered=True, metrics={"statuses": statuses})]
+    return [
+        make(
+            "ib-error",
+            "error",
+            title,
+            "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
+            "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root.",
+            hint,
+            cited,
+            ctx,
+            ordered=True,
+            metrics={"statuses": statuses},
+        )
+    ]

@@ -22,22 +22,31 @@ def _cuda_rows(ctx: Context) -> pl.DataFrame:
 
 
 def _thread_key(df: pl.DataFrame) -> pl.DataFrame:
-    return df.with_columns(pl.col("host").fill_null(""), pl.col("pid").fill_null(-1), pl.col("tid").fill_null(-1))
+    return df.with_columns(
+        pl.col("host").fill_null(""), pl.col("pid").fill_null(-1), pl.col("tid").fill_null(-1)
+    )
 
 
 def _nvls_trailed(ctx: Context, warns: pl.DataFrame) -> pl.DataFrame:
     """(path, line) of CUDA WARNs whose own error trail (the next trail line of the same thread) starts in
     nvls.cc: an NVLS failure even when the WARN's source location was stripped from the paste."""
     keys = ["path", "host", "pid", "tid"]
-    trail = _thread_key(ctx.logs.trail).select(*keys, pl.col("line").alias("t_line"), "src_file").sort("t_line")
+    trail = (
+        _thread_key(ctx.logs.trail).select(*keys, pl.col("line").alias("t_line"), "src_file").sort("t_line")
+    )
     w = _thread_key(warns).select(*keys, "line").sort("line")
-    nxt = w.join_asof(trail, left_on="line", right_on="t_line", by=keys, strategy="forward", check_sortedness=False)
+    nxt = w.join_asof(
+        trail, left_on="line", right_on="t_line", by=keys, strategy="forward", check_sortedness=False
+    )
     return nxt.filter(pl.col("src_file").fill_null("").str.contains("nvls")).select("path", "line")
 
 
 def _is_nvls() -> pl.Expr:
-    return (pl.col("family") == "nvls") | pl.col("src_file").fill_null("").str.contains("nvls") \
+    return (
+        (pl.col("family") == "nvls")
+        | pl.col("src_file").fill_null("").str.contains("nvls")
         | pl.col("message").fill_null("").str.contains(r"NVLS|NVLink SHARP")
+    )
 
 
 @rule("cuda-error", "error", "CUDA error inside NCCL", "errors")
@@ -45,7 +54,9 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     """`Cuda failure [N] '<msg>'`, `Failed to CUDA calloc`, or, with no such WARN, an `unhandled cuda error`
     in a torch/XLA/nccl-tests message or an error trail whose codes are 1 (ncclUnhandledCudaError).
     NVLS (nvls.cc) CUDA failures go to nvls-failure. Error; out-of-memory is named as such."""
-    if not (ctx.logs.warnings.height or ctx.logs.trail.height or ctx.logs.torch.height or ctx.logs.unknown.height):
+    if not (
+        ctx.logs.warnings.height or ctx.logs.trail.height or ctx.logs.torch.height or ctx.logs.unknown.height
+    ):
         return []
     rows = _cuda_rows(ctx)
     code_only = rows.is_empty()
@@ -53,31 +64,46 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
         rows = _unhandled_cuda_mentions(ctx)
     if rows.is_empty():
         return []
-    oom = bool(rows["text"].fill_null("").str.contains(r"(?i)out of memory|CUDA calloc|cudaMalloc").any()) or bool(
-        (rows["family"] == "oom").any() if "family" in rows.columns else False)
+    oom = bool(
+        rows["text"].fill_null("").str.contains(r"(?i)out of memory|CUDA calloc|cudaMalloc").any()
+    ) or bool((rows["family"] == "oom").any() if "family" in rows.columns else False)
     first = rows.sort(["ts_us", "path", "line"], nulls_last=True).head(1)
-    title = ("CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL") + f", first {where(first, ctx)}"
+    title = (
+        "CUDA out of memory inside NCCL" if oom else "CUDA failure inside NCCL"
+    ) + f", first {where(first, ctx)}"
     if code_only and not oom:
         title = f"NCCL reported an unhandled CUDA error {where(first, ctx)} (the failing CUDA call is not in the evidence)"
-    why = ("NCCL allocates its buffers lazily (first collective on a communicator, P2P connection setup); when "
-           "the GPU is already full NCCL is the victim, not the cause." if oom else
-           "A CUDA call NCCL made failed; the communicator is unusable and every rank waiting on this one errors "
-           "out or hangs.")
-    fix = ("Leave headroom on the GPU (smaller batch, PYTORCH_CUDA_ALLOC_CONF, fewer cached blocks) or shrink "
-           "NCCL's footprint: NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS/NCCL_NCHANNELS_PER_NET_PEER." if oom else
-           "Look at the failing CUDA call and the GPU state (nvidia-smi, Xid errors in dmesg); check driver/CUDA "
-           "compatibility and CUDA_VISIBLE_DEVICES.")
-    cited = rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).sort(["path", "line"]).head(8)
+    why = (
+        "NCCL allocates its buffers lazily (first collective on a communicator, P2P connection setup); when "
+        "the GPU is already full NCCL is the victim, not the cause."
+        if oom
+        else "A CUDA call NCCL made failed; the communicator is unusable and every rank waiting on this one errors "
+        "out or hangs."
+    )
+    fix = (
+        "Leave headroom on the GPU (smaller batch, PYTORCH_CUDA_ALLOC_CONF, fewer cached blocks) or shrink "
+        "NCCL's footprint: NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS/NCCL_NCHANNELS_PER_NET_PEER."
+        if oom
+        else "Look at the failing CUDA call and the GPU state (nvidia-smi, Xid errors in dmesg); check driver/CUDA "
+        "compatibility and CUDA_VISIBLE_DEVICES."
+    )
+    cited = (
+        rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).sort(["path", "line"]).head(8)
+    )
     return [make("cuda-error", "error", title, why, fix, cited, ctx)]
 
 
 def _unhandled_cuda_mentions(ctx: Context) -> pl.DataFrame:
     """Lines that only report the result code: torch/XLA exceptions and nccl-tests failures (no NCCL WARN)."""
     pat = r"(?i)unhandled cuda error|ncclUnhandledCudaError"
-    torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(pat) & ~pl.col("text").str.contains(r"NVLS|NVLink SHARP"))
+    torch = ctx.logs.torch.filter(
+        pl.col("text").fill_null("").str.contains(pat) & ~pl.col("text").str.contains(r"NVLS|NVLink SHARP")
+    )
     other = ctx.logs.warnings.filter(pl.col("text").fill_null("").str.contains(pat))
     unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(pat))
-    trail = ctx.logs.trail.filter((pl.col("code") == 1) & ~pl.col("src_file").fill_null("").str.contains("nvls"))
+    trail = ctx.logs.trail.filter(
+        (pl.col("code") == 1) & ~pl.col("src_file").fill_null("").str.contains("nvls")
+    )
     trail = trail.unique(["path", "host", "pid"], keep="first", maintain_order=True)
     return cite(torch, other, unk, trail)
 
@@ -89,12 +115,19 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     rows = live_warnings(ctx).filter(pl.col("family") == "shm")
     if rows.is_empty():
         return []
-    return [make("shm-exhausted", "error", f"NCCL could not create its shared-memory segments, first {where(rows.head(1), ctx)}",
-                 "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
-                 "Docker's default /dev/shm is 64 MB, far too small.",
-                 "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
-                 "medium: Memory at /dev/shm. NCCL_SHM_DISABLE=1 avoids it at a bandwidth cost.",
-                 rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).head(8), ctx)]
+    return [
+        make(
+            "shm-exhausted",
+            "error",
+            f"NCCL could not create its shared-memory segments, first {where(rows.head(1), ctx)}",
+            "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
+            "Docker's default /dev/shm is 64 MB, far too small.",
+            "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
+            "medium: Memory at /dev/shm. NCCL_SHM_DISABLE=1 avoids it at a bandwidth cost.",
+            rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).head(8),
+            ctx,
+        )
+    ]
 
 
 @rule("duplicate-gpu", "error", "Two ranks on the same GPU", "errors")
@@ -102,26 +135,44 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     """NCCL's `Duplicate GPU detected : rank a and rank b both on CUDA device <busId>` (also inside a torch
     `Last error`), or two ranks of one communicator whose Init lines name the same host and busId. Error.
     Every rank printing `[0]` alone is not a duplicate (each process may see one GPU as device 0)."""
-    w = ctx.logs.warnings.filter((pl.col("family") == "duplicate_gpu")
-                                 | pl.col("message").fill_null("").str.contains(r"(?i)duplicate gpu detected"))
+    w = ctx.logs.warnings.filter(
+        (pl.col("family") == "duplicate_gpu")
+        | pl.col("message").fill_null("").str.contains(r"(?i)duplicate gpu detected")
+    )
     inits = ctx.logs.inits.filter(pl.col("bus_id").is_not_null() & pl.col("rank").is_not_null())
-    clash = norm_host(inits).group_by(["host", "bus_id", "nranks", "comm_id"]).agg(
-        pl.col("rank").n_unique().alias("n")).filter(pl.col("n") > 1)
-    same = norm_host(inits).join(clash.select("host", "bus_id", "nranks", "comm_id"),
-                                 on=["host", "bus_id", "nranks", "comm_id"], nulls_equal=True)
+    clash = (
+        norm_host(inits)
+        .group_by(["host", "bus_id", "nranks", "comm_id"])
+        .agg(pl.col("rank").n_unique().alias("n"))
+        .filter(pl.col("n") > 1)
+    )
+    same = norm_host(inits).join(
+        clash.select("host", "bus_id", "nranks", "comm_id"),
+        on=["host", "bus_id", "nranks", "comm_id"],
+        nulls_equal=True,
+    )
     rows = cite(w, same)
     if rows.is_empty():
         return []
     named = w["message"].fill_null("").str.extract_all(r"rank (\d+)").explode().str.extract(r"(\d+)", 1)
-    devices = sorted(set(w["message"].fill_null("").str.extract(r"CUDA device ([0-9a-fA-F]+)", 1).drop_nulls().to_list()))
+    devices = sorted(
+        set(w["message"].fill_null("").str.extract(r"CUDA device ([0-9a-fA-F]+)", 1).drop_nulls().to_list())
+    )
     title = "Several ranks were bound to the same GPU" + (f" (busId {', '.join(devices)})" if devices else "")
-    return [make("duplicate-gpu", "error", title,
-                 "Each rank must own its GPU; here two ranks resolved to one device, so NCCL refuses to build the "
-                 "communicator (ncclInvalidUsage).",
-                 "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
-                 "per process and the launcher's --local_rank / --gpus settings.",
-                 rows.unique(["path", "line"], maintain_order=True).head(10), ctx,
-                 named_ranks=[int(v) for v in named.drop_nulls().to_list()])]
+    return [
+        make(
+            "duplicate-gpu",
+            "error",
+            title,
+            "Each rank must own its GPU; here two ranks resolved to one device, so NCCL refuses to build the "
+            "communicator (ncclInvalidUsage).",
+            "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
+            "per process and the launcher's --local_rank / --gpus settings.",
+            rows.unique(["path", "line"], maintain_order=True).head(10),
+            ctx,
+            named_ranks=[int(v) for v in named.drop_nulls().to_list()],
+        )
+    ]
 
 
 @rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors")
@@ -133,22 +184,39 @@ def nvls_failure(ctx: Context) -> Iterable[Finding]:
     rows = _nvls_rows(ctx)
     if rows.is_empty():
         return out
-    return out + [make("nvls-failure", "error", f"NVLink SHARP (NVLS) multicast setup failed, first {where(rows.sort('line').head(1), ctx)}",
-                 "NVLS needs a healthy Fabric Manager / NVSwitch state; this usually happens when the fabric "
-                 "manager was restarted while processes held NVLS resources, or IMEX channels are missing.",
-                 "Reboot the node (or restart nvidia-fabricmanager with no GPU processes running) and load "
-                 "nvidia-caps-imex-channels; NCCL_NVLS_ENABLE=0 avoids NVLS as a workaround.",
-                 rows.unique(["path", "line"], maintain_order=True).sort(["path", "line"]).head(8), ctx)]
+    return out + [
+        make(
+            "nvls-failure",
+            "error",
+            f"NVLink SHARP (NVLS) multicast setup failed, first {where(rows.sort('line').head(1), ctx)}",
+            "NVLS needs a healthy Fabric Manager / NVSwitch state; this usually happens when the fabric "
+            "manager was restarted while processes held NVLS resources, or IMEX channels are missing.",
+            "Reboot the node (or restart nvidia-fabricmanager with no GPU processes running) and load "
+            "nvidia-caps-imex-channels; NCCL_NVLS_ENABLE=0 avoids NVLS as a workaround.",
+            rows.unique(["path", "line"], maintain_order=True).sort(["path", "line"]).head(8),
+            ctx,
+        )
+    ]
 
 
 def _nvls_rows(ctx: Context) -> pl.DataFrame:
     live = live_warnings(ctx)
-    w = live.filter(_is_nvls() & (pl.col("family").is_in(["nvls", "cuda", "oom", "other"]) | (pl.col("level") == "WARN")))
-    w = pl.concat([w, live.join(_nvls_trailed(ctx, live.filter(pl.col("family").is_in(["cuda", "oom"]))),
-                                on=["path", "line"])])
+    w = live.filter(
+        _is_nvls() & (pl.col("family").is_in(["nvls", "cuda", "oom", "other"]) | (pl.col("level") == "WARN"))
+    )
+    w = pl.concat(
+        [
+            w,
+            live.join(
+                _nvls_trailed(ctx, live.filter(pl.col("family").is_in(["cuda", "oom"]))), on=["path", "line"]
+            ),
+        ]
+    )
     torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(r"NVLink SHARP|NVLS"))
     unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"Failed to bind NVLink SHARP"))
-    trail = ctx.logs.trail.filter(pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0))
+    trail = ctx.logs.trail.filter(
+        pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0)
+    )
     return cite(w, torch, unk, trail.unique(["path", "host", "pid"], keep="first", maintain_order=True))
 
 
@@ -161,9 +229,20 @@ def _nvls_uneven(ctx: Context) -> list[Finding]:
     mixed_on = on.join(off.select("host").unique(), on="host", how="anti")
     if off.is_empty() or mixed_on.is_empty():
         return []
-    rows = cite(off.unique("host", keep="first", maintain_order=True), mixed_on.unique("host", keep="first", maintain_order=True))
-    return [make("nvls-failure", "warning", "NVLS multicast is available on some nodes but not on others",
-                 "Nodes that disagree on NVLS support build different algorithms; on NVSwitch systems it usually "
-                 "means the Fabric Manager / IMEX state differs between nodes.",
-                 "Check nvidia-fabricmanager and IMEX channels on the nodes without NVLS; NCCL_NVLS_ENABLE=0 on "
-                 "every node makes them agree.", rows, ctx)]
+    rows = cite(
+        off.unique("host", keep="first", maintain_order=True),
+        mixed_on.unique("host", keep="first", maintain_order=True),
+    )
+    return [
+        make(
+            "nvls-failure",
+            "warning",
+            "NVLS multicast is available on some nodes but not on others",
+            "Nodes that disagree on NVLS support build different algorithms; on NVSwitch systems it usually "
+            "means the Fabric Manager / IMEX state differs between nodes.",
+            "Check nvidia-fabricmanager and IMEX channels on the nodes without NVLS; NCCL_NVLS_ENABLE=0 on "
+            "every node makes them agree.",
+            rows,
+            ctx,
+        )
+    ]

@@ -17,40 +17,51 @@ from ncclscope.records import Evidence, Finding
 
 WHY = {
     "a": "A collective completes only when every rank of the group calls it; these ranks never did, so the "
-         "others waited until the watchdog timeout.",
+    "others waited until the watchdog timeout.",
     "b": "Every rank is inside the collective and none finished: data is not moving between them (network "
-         "errors, a hanging P2P/PCIe path, a NCCL or driver bug, a GPU stuck in a CUDA call).",
+    "errors, a hanging P2P/PCIe path, a NCCL or driver bug, a GPU stuck in a CUDA call).",
     "c": "NCCL matches collectives by their order on each rank; ranks that called different collectives (or "
-         "different sizes/dtypes) at the same position wait for each other forever.",
+    "different sizes/dtypes) at the same position wait for each other forever.",
     "d": "A rank died, so the collective can never complete; the other ranks hang until the watchdog fires.",
     "e": "Every NCCL operation the reporting ranks enqueued has completed: the job is stuck outside NCCL "
-         "(CPU work, I/O, a non-NCCL barrier or broadcast, a Python deadlock).",
+    "(CPU work, I/O, a non-NCCL barrier or broadcast, a Python deadlock).",
     "undetermined": "A collective timed out, but the evidence does not show which rank held it up.",
 }
 FIX = {
     "a": "Look at what the culprit ranks did after their last line (data loading, checkpoint I/O on one rank, a "
-         "swallowed exception, a branch that skips the collective). Make every rank issue the same collectives "
-         "in the same order; for long one-rank I/O raise init_process_group(timeout=…).",
+    "swallowed exception, a branch that skips the collective). Make every rank issue the same collectives "
+    "in the same order; for long one-rank I/O raise init_process_group(timeout=…).",
     "b": "Check the NCCL WARN lines cited; run nccl-tests across the same hosts; isolate the transport with "
-         "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1 or NCCL_IB_DISABLE=1; look for Xid errors in dmesg.",
+    "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1 or NCCL_IB_DISABLE=1; look for Xid errors in dmesg.",
     "c": "Find where the ranks' code diverges (rank-dependent branches, uneven last batch, collectives inside "
-         "conditional logging); TORCH_DISTRIBUTED_DEBUG=DETAIL checks collective shapes at run time.",
+    "conditional logging); TORCH_DISTRIBUTED_DEBUG=DETAIL checks collective shapes at run time.",
     "d": "Read the dead rank's log around the cited line and fix that crash first (OOM: smaller batch or "
-         "activation checkpointing); the other ranks' timeouts are only its echo.",
+    "activation checkpointing); the other ranks' timeouts are only its echo.",
     "e": "Dump the stuck ranks' Python stacks (py-spy dump --pid …); look at data loading, checkpoint saving, "
-         "shared-memory broadcasts and anything that waits on another process.",
+    "shared-memory broadcasts and anything that waits on another process.",
     "undetermined": "Collect every rank's log and enable the Flight Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
-                    "TORCH_NCCL_DUMP_ON_TIMEOUT=1), then run ncclscope on the logs and the dumps together.",
+    "TORCH_NCCL_DUMP_ON_TIMEOUT=1), then run ncclscope on the logs and the dumps together.",
 }
 
 
 def _finding(v: HangVerdict, rule_id: str, title: str) -> Finding:
     why = WHY[v.klass] + (f" Missing evidence: {'; '.join(v.missing)}." if v.missing else "")
-    return Finding(id=rule_id, severity="error" if v.hang_evidence else "warning", title=title, why=why,
-                   fix=FIX[v.klass], ranks=v.culprits, hosts=v.hosts, evidence=v.evidence, metrics=v.metrics())
+    return Finding(
+        id=rule_id,
+        severity="error" if v.hang_evidence else "warning",
+        title=title,
+        why=why,
+        fix=FIX[v.klass],
+        ranks=v.culprits,
+        hosts=v.hosts,
+        evidence=v.evidence,
+        metrics=v.metrics(),
+    )
 
 
-@rule("collective-hang", "error", "A collective is stuck: which one, which class of hang, which ranks", "hang")
+@rule(
+    "collective-hang", "error", "A collective is stuck: which one, which class of hang, which ranks", "hang"
+)
 def collective_hang(ctx: Context) -> Iterable[Finding]:
     """One finding per stuck collective, from the most specific evidence available: the PyTorch
     desync report, Flight Recorder dumps (per process group and collective_seq_id), watchdog and
@@ -95,42 +106,79 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
         if cause is not None and (cause["path"], cause["line"]) == (e.path, e.line):
             yield _exited_by_exception(r, e, cause, rep)
             continue
-        how = ("torchrun reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
-               if e.text.startswith("torchrun: ") and "failed with " in e.text else "its log ends with a crash")
-        yield Finding(id="rank-exited", severity="error", title=f"Rank {r} exited: {how}",
-                      why=WHY["d"], fix=FIX["d"], ranks=(r,), evidence=(e, *_echo_evidence(rep, 4)),
-                      metrics={"rank": r, **_echo_metrics(rep)})
+        how = (
+            "torchrun reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
+            if e.text.startswith("torchrun: ") and "failed with " in e.text
+            else "its log ends with a crash"
+        )
+        yield Finding(
+            id="rank-exited",
+            severity="error",
+            title=f"Rank {r} exited: {how}",
+            why=WHY["d"],
+            fix=FIX["d"],
+            ranks=(r,),
+            evidence=(e, *_echo_evidence(rep, 4)),
+            metrics={"rank": r, **_echo_metrics(rep)},
+        )
     ends = rep.ends if rep.ends is not None else pl.DataFrame()
     if ends.height and rep.verdicts:  # pasted excerpts often lack a final newline: only say so in a hang
         for row in ends.filter(pl.col("mid_line")).iter_rows(named=True):
             who = f"rank {row['rank']}" if row["rank"] is not None else "a process"
-            yield Finding(id="rank-exited", severity="warning", title=f"The log of {who} ends mid-line",
-                          why="The last line has no newline: the process (or the job) was killed while writing.",
-                          fix="Check the scheduler's record of the job (OOM killer, time limit, node failure).",
-                          ranks=(row["rank"],) if row["rank"] is not None else (),
-                          evidence=(ev(row["path"], row["last_line"], row["last_text"]),),
-                          metrics={"rank": row["rank"], "path": row["path"]})
+            yield Finding(
+                id="rank-exited",
+                severity="warning",
+                title=f"The log of {who} ends mid-line",
+                why="The last line has no newline: the process (or the job) was killed while writing.",
+                fix="Check the scheduler's record of the job (OOM killer, time limit, node failure).",
+                ranks=(row["rank"],) if row["rank"] is not None else (),
+                evidence=(ev(row["path"], row["last_line"], row["last_text"]),),
+                metrics={"rank": row["rank"], "path": row["path"]},
+            )
 
 
-_VIA = {"spawn": "torch.multiprocessing.spawn reported it", "torchrun_table": "torchrun's failure report holds it",
-        "traceback": "its traceback ends the rank's log", "line": "the rank's log ends with it"}
+_VIA = {
+    "spawn": "torch.multiprocessing.spawn reported it",
+    "torchrun_table": "torchrun's failure report holds it",
+    "traceback": "its traceback ends the rank's log",
+    "line": "the rank's log ends with it",
+}
 
 
 def _exited_by_exception(r: int, e: Evidence, cause: dict[str, object], rep: HangView) -> Finding:
     """Rank r raised a fatal exception (OOM, CUDA error, …): name it, cite it, list the others' echoes."""
     exc, msg = str(cause["exc_type"]), str(cause["message"] or "")
     short = msg if len(msg) <= 140 else msg[:137] + "..."
-    extra = [ev(cause["path"], cause["link_line"], cause["link_text"])] if cause["link_line"] is not None else []
-    extra += [ev(cause["path"], cause["block_line"], cause["block_text"])] if cause["block_line"] is not None else []
+    extra = (
+        [ev(cause["path"], cause["link_line"], cause["link_text"])] if cause["link_line"] is not None else []
+    )
+    extra += (
+        [ev(cause["path"], cause["block_line"], cause["block_text"])]
+        if cause["block_line"] is not None
+        else []
+    )
     own = rep.exits.filter((pl.col("rank") == r) & (pl.col("line") != cause["line"])).head(1)
     extra += [ev(p, ln, tx) for p, ln, tx in own.select("path", "line", "text").iter_rows()]
     evidence = (e, *extra, *_echo_evidence(rep, 6))
     local = f" (spawn process {cause['local_rank']})" if cause["local_rank"] is not None else ""
-    return Finding(id="rank-exited", severity="error", title=f"Rank {r}{local} exited: {exc}: {short}".rstrip(": "),
-                   why=WHY["d"] + f" The rank raised {exc} ({_VIA.get(str(cause['via']), '')}).",
-                   fix=FIX["d"], ranks=(r,), evidence=evidence,
-                   metrics={"rank": r, "cause": cause["cause"], "exc_type": exc, "message": msg[:500],
-                            "local_rank": cause["local_rank"], "via": cause["via"], **_echo_metrics(rep)})
+    return Finding(
+        id="rank-exited",
+        severity="error",
+        title=f"Rank {r}{local} exited: {exc}: {short}".rstrip(": "),
+        why=WHY["d"] + f" The rank raised {exc} ({_VIA.get(str(cause['via']), '')}).",
+        fix=FIX["d"],
+        ranks=(r,),
+        evidence=evidence,
+        metrics={
+            "rank": r,
+            "cause": cause["cause"],
+            "exc_type": exc,
+            "message": msg[:500],
+            "local_rank": cause["local_rank"],
+            "via": cause["via"],
+            **_echo_metrics(rep),
+        },
+    )
 
 
 def _echo_evidence(rep: HangView, n: int) -> tuple[Evidence, ...]:
@@ -140,9 +188,13 @@ def _echo_evidence(rep: HangView, n: int) -> tuple[Evidence, ...]:
 def _echo_metrics(rep: HangView) -> dict[str, object]:
     """The other ranks' reactions (timeouts, lost peers, the launcher's SIGTERMs): echoes, not causes."""
     e = rep.echoes
-    return {"echo_ranks": sorted(set(e["rank"].drop_nulls().to_list())),
-            "echoes": [{"rank": r, "what": w, "at": f"{p}:{ln}"} for r, w, p, ln in
-                       e.select("rank", "what", "path", "line").head(12).iter_rows()]}
+    return {
+        "echo_ranks": sorted(set(e["rank"].drop_nulls().to_list())),
+        "echoes": [
+            {"rank": r, "what": w, "at": f"{p}:{ln}"}
+            for r, w, p, ln in e.select("rank", "what", "path", "line").head(12).iter_rows()
+        ],
+    }
 
 
 @rule("watchdog-timeout", "error", "The PyTorch watchdog timed out a collective", "hang")
@@ -155,19 +207,39 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     if t is None or t.is_empty():
         return
     g = t.group_by("seq", "op_type", maintain_order=True).agg(
-        pl.col("grank").drop_nulls().unique().sort().alias("ranks"), pl.col("timeout_ms").max(),
-        pl.col("ran_for_ms").max(), pl.col("path"), pl.col("line"), pl.col("text"))
+        pl.col("grank").drop_nulls().unique().sort().alias("ranks"),
+        pl.col("timeout_ms").max(),
+        pl.col("ran_for_ms").max(),
+        pl.col("path"),
+        pl.col("line"),
+        pl.col("text"),
+    )
     for row in g.iter_rows(named=True):
         ranks = tuple(int(r) for r in row["ranks"])
         secs = f"{row['timeout_ms'] / 1000:.0f} s" if row["timeout_ms"] else "the timeout"
         seq = f" SeqNum {row['seq']}" if row["seq"] is not None else ""
-        title = (f"Watchdog timeout: {row['op_type'] or 'a collective'}{seq} did not finish within "
-                 f"{secs} on {len(ranks) or '?'} rank(s)")
-        evid = tuple(ev(p, ln, tx) for p, ln, tx in list(zip(row["path"], row["line"], row["text"], strict=False))[:8])
-        yield Finding(id="watchdog-timeout", severity="error", title=title, ranks=ranks, evidence=evid,
-                      why="The ranks that time out are the ones waiting; the rank holding them up often prints "
-                          "no timeout at all (see collective-hang).",
-                      fix="Do not only raise the timeout: find the rank that never joined (collective-hang), "
-                          "then raise it only if that rank was legitimately busy (checkpointing, evaluation).",
-                      metrics={"seq": row["seq"], "op": row["op_type"], "timeout_ms": row["timeout_ms"],
-                               "ran_for_ms": row["ran_for_ms"], "ranks": list(ranks)})
+        title = (
+            f"Watchdog timeout: {row['op_type'] or 'a collective'}{seq} did not finish within "
+            f"{secs} on {len(ranks) or '?'} rank(s)"
+        )
+        evid = tuple(
+            ev(p, ln, tx) for p, ln, tx in list(zip(row["path"], row["line"], row["text"], strict=False))[:8]
+        )
+        yield Finding(
+            id="watchdog-timeout",
+            severity="error",
+            title=title,
+            ranks=ranks,
+            evidence=evid,
+            why="The ranks that time out are the ones waiting; the rank holding them up often prints "
+            "no timeout at all (see collective-hang).",
+            fix="Do not only raise the timeout: find the rank that never joined (collective-hang), "
+            "then raise it only if that rank was legitimately busy (checkpointing, evaluation).",
+            metrics={
+                "seq": row["seq"],
+                "op": row["op_type"],
+                "timeout_ms": row["timeout_ms"],
+                "ran_for_ms": row["ran_for_ms"],
+                "ranks": list(ranks),
+            },
+        )

@@ -15,19 +15,25 @@ from ncclscope.findings.rules_common import cite, job_shape, make, norm_host, wa
 from ncclscope.records import Finding, Severity
 
 IFACE_KINDS = ["bootstrap", "socket_iface"]
-VIRTUAL_IFACE = r"^(docker\d*|veth.*|br-.*|virbr.*|cni.*|ip6tnl.*|flannel.*|cali.*|tunl.*|vxlan.*|lxcbr.*|podman.*)$"
+VIRTUAL_IFACE = (
+    r"^(docker\d*|veth.*|br-.*|virbr.*|cni.*|ip6tnl.*|flannel.*|cali.*|tunl.*|vxlan.*|lxcbr.*|podman.*)$"
+)
 LINK_LOCAL = r"^(?i:fe80:|169\.254\.)"
 DOCKER_BRIDGE = r"^172\.17\."
 LOOPBACK_ADDR = r"^(127\.|::1$)"
 SOCKET_FAMILIES = ["socket", "bootstrap", "proxy"]
 
-FIX_IFNAME = ("Set NCCL_SOCKET_IFNAME to the routable interface on every node (e.g. NCCL_SOCKET_IFNAME=eth0), "
-              "or exclude the bad ones (NCCL_SOCKET_IFNAME=^docker0,lo); run containers with --network host.")
+FIX_IFNAME = (
+    "Set NCCL_SOCKET_IFNAME to the routable interface on every node (e.g. NCCL_SOCKET_IFNAME=eth0), "
+    "or exclude the bad ones (NCCL_SOCKET_IFNAME=^docker0,lo); run containers with --network host."
+)
 
 
 def _iface_rows(ctx: Context) -> pl.DataFrame:
     net = ctx.logs.network
-    return net.filter(pl.col("kind").is_in(IFACE_KINDS) & (pl.col("iface").is_not_null() | pl.col("address").is_not_null()))
+    return net.filter(
+        pl.col("kind").is_in(IFACE_KINDS) & (pl.col("iface").is_not_null() | pl.col("address").is_not_null())
+    )
 
 
 def _socket_warnings(ctx: Context) -> pl.DataFrame:
@@ -44,7 +50,9 @@ def iface_loopback(ctx: Context) -> Iterable[Finding]:
     """Bootstrap or NET/Socket uses `lo` / 127.x / ::1, or a socket WARN names a 127.x peer.
     Error when the job spans nodes (≥2 hosts, nNodes > 1, nRanks > localRanks or NET channels);
     info when the node count is unknown; nothing on a known single-node job (lo is fine there)."""
-    rows = _iface_rows(ctx).filter((pl.col("iface") == "lo") | pl.col("address").fill_null("").str.contains(LOOPBACK_ADDR))
+    rows = _iface_rows(ctx).filter(
+        (pl.col("iface") == "lo") | pl.col("address").fill_null("").str.contains(LOOPBACK_ADDR)
+    )
     peers = _socket_warnings(ctx).filter(pl.col("peer").fill_null("").str.contains(LOOPBACK_ADDR))
     if rows.is_empty() and peers.is_empty():
         return []
@@ -53,13 +61,29 @@ def iface_loopback(ctx: Context) -> Iterable[Finding]:
         return []
     cited = cite(rows, peers)
     if shape.multi_node:
-        return [make("iface-loopback", "error", f"Loopback interface used by a multi-node job ({shape.reason})",
-                     "Loopback can never carry traffic between nodes: peers are told to connect to 127.0.0.1 and "
-                     "bootstrap or channel setup fails or hangs.", FIX_IFNAME, cited, ctx)]
-    return [make("iface-loopback", "info", "Loopback interface selected (fine only if this is a single-node job)",
-                 "NCCL picked `lo` for its sockets. That works within one node and is fatal across nodes.",
-                 "If the job spans nodes, set NCCL_SOCKET_IFNAME to the routable interface (or ^docker0,lo).",
-                 cited, ctx)]
+        return [
+            make(
+                "iface-loopback",
+                "error",
+                f"Loopback interface used by a multi-node job ({shape.reason})",
+                "Loopback can never carry traffic between nodes: peers are told to connect to 127.0.0.1 and "
+                "bootstrap or channel setup fails or hangs.",
+                FIX_IFNAME,
+                cited,
+                ctx,
+            )
+        ]
+    return [
+        make(
+            "iface-loopback",
+            "info",
+            "Loopback interface selected (fine only if this is a single-node job)",
+            "NCCL picked `lo` for its sockets. That works within one node and is fatal across nodes.",
+            "If the job spans nodes, set NCCL_SOCKET_IFNAME to the routable interface (or ^docker0,lo).",
+            cited,
+            ctx,
+        )
+    ]
 
 
 @rule("iface-virtual", "error", "Virtual or unroutable interface selected", "config")
@@ -71,25 +95,42 @@ def iface_virtual(ctx: Context) -> Iterable[Finding]:
     rows = _iface_rows(ctx).filter(
         pl.col("iface").fill_null("").str.contains(VIRTUAL_IFACE)
         | pl.col("address").fill_null("").str.contains(LINK_LOCAL)
-        | pl.col("address").fill_null("").str.contains(DOCKER_BRIDGE))
+        | pl.col("address").fill_null("").str.contains(DOCKER_BRIDGE)
+    )
     peers = _socket_warnings(ctx).filter(pl.col("peer").fill_null("").str.contains(DOCKER_BRIDGE))
     if rows.is_empty() and peers.is_empty():
         return []
     cited = cite(rows, peers)
     name, addr = pl.col("iface").fill_null("?"), pl.col("address").fill_null("")
-    desc = (pl.when(name.str.contains(VIRTUAL_IFACE)).then(name)
-            .when(addr.str.contains(LINK_LOCAL)).then(pl.concat_str([name, pl.lit(" (link-local address)")]))
-            .otherwise(pl.concat_str([name, pl.lit(" ("), addr, pl.lit(", Docker bridge)")])))
+    desc = (
+        pl.when(name.str.contains(VIRTUAL_IFACE))
+        .then(name)
+        .when(addr.str.contains(LINK_LOCAL))
+        .then(pl.concat_str([name, pl.lit(" (link-local address)")]))
+        .otherwise(pl.concat_str([name, pl.lit(" ("), addr, pl.lit(", Docker bridge)")]))
+    )
     names = sorted(set(rows.select(desc.alias("d"))["d"].to_list()))
     if peers.height:
-        names.append("peer " + ", ".join(sorted(set(peers["peer"].drop_nulls().to_list()))) + " (Docker bridge)")
+        names.append(
+            "peer " + ", ".join(sorted(set(peers["peer"].drop_nulls().to_list()))) + " (Docker bridge)"
+        )
     what = ", ".join(names)
     shape = job_shape(ctx)
     sev: Severity = "error" if (shape.multi_node or _failed(ctx) or not peers.is_empty()) else "warning"
-    return [make("iface-virtual", sev, f"NCCL advertises a virtual or unroutable interface: {what}",
-                 "Container bridges (docker0, veth, br-, cni), tunnels (ip6tnl) and link-local addresses are not "
-                 "reachable from other hosts; a peer told to connect there gets 'Connection refused', "
-                 "'No route to host' or waits forever.", FIX_IFNAME, cited, ctx, metrics={"interfaces": names})]
+    return [
+        make(
+            "iface-virtual",
+            sev,
+            f"NCCL advertises a virtual or unroutable interface: {what}",
+            "Container bridges (docker0, veth, br-, cni), tunnels (ip6tnl) and link-local addresses are not "
+            "reachable from other hosts; a peer told to connect there gets 'Connection refused', "
+            "'No route to host' or waits forever.",
+            FIX_IFNAME,
+            cited,
+            ctx,
+            metrics={"interfaces": names},
+        )
+    ]
 
 
 def _subnet(addr: pl.Expr) -> pl.Expr:
@@ -111,30 +152,60 @@ def iface_mismatch(ctx: Context) -> Iterable[Finding]:
     names = sorted(set(first["iface"].drop_nulls().to_list()))
     if len(names) > 1:
         one_subnet = first["subnet"].null_count() == 0 and first["subnet"].n_unique() == 1
-        out.append(make("iface-mismatch", "info", "Hosts name their NICs differently but bootstrap on one subnet: "
-                        + ", ".join(names),
-                        "Node types often name the same network differently; the addresses share one /24, so the "
-                        "ranks reach each other.",
-                        "Nothing to do unless connections fail; then pin NCCL_SOCKET_IFNAME to a prefix or list that "
-                        "names this network on every node type.", first, ctx) if one_subnet else
-                   make("iface-mismatch", "warning", "Hosts bootstrap over differently named interfaces: "
-                        + ", ".join(names),
-                        "Every rank must reach every other rank over the interface it advertises; nodes that pick "
-                        "different NICs often sit on different networks.",
-                        "Check that the listed interfaces route to each other, and set NCCL_SOCKET_IFNAME to the "
-                        "same network on every node.", first, ctx))
+        out.append(
+            make(
+                "iface-mismatch",
+                "info",
+                "Hosts name their NICs differently but bootstrap on one subnet: " + ", ".join(names),
+                "Node types often name the same network differently; the addresses share one /24, so the "
+                "ranks reach each other.",
+                "Nothing to do unless connections fail; then pin NCCL_SOCKET_IFNAME to a prefix or list that "
+                "names this network on every node type.",
+                first,
+                ctx,
+            )
+            if one_subnet
+            else make(
+                "iface-mismatch",
+                "warning",
+                "Hosts bootstrap over differently named interfaces: " + ", ".join(names),
+                "Every rank must reach every other rank over the interface it advertises; nodes that pick "
+                "different NICs often sit on different networks.",
+                "Check that the listed interfaces route to each other, and set NCCL_SOCKET_IFNAME to the "
+                "same network on every node.",
+                first,
+                ctx,
+            )
+        )
     elif first["subnet"].drop_nulls().n_unique() > 1:
-        out.append(make("iface-mismatch", "info", "Hosts use the same interface name on different subnets",
-                        "Different /24 subnets work only when they are routed to each other.",
-                        "If bootstrap hangs or connects fail, check routing between these subnets.", first, ctx))
+        out.append(
+            make(
+                "iface-mismatch",
+                "info",
+                "Hosts use the same interface name on different subnets",
+                "Different /24 subnets work only when they are routed to each other.",
+                "If bootstrap hangs or connects fail, check routing between these subnets.",
+                first,
+                ctx,
+            )
+        )
     subnet_warn = warnings_matching(
-        ctx, r"(?i)no interface found in the same subnet|no usable listening interface")
+        ctx, r"(?i)no interface found in the same subnet|no usable listening interface"
+    )
     if subnet_warn.height:
-        out.append(make("iface-mismatch", "error", "No local interface is in the same subnet as the peer/root address",
-                        "NCCL_COMM_ID or the peer's advertised address lies in a subnet this host has no interface in "
-                        "(typically a container's private bridge address, or a public IP behind NAT).",
-                        "Advertise a routable address: host networking for containers, NCCL_SOCKET_IFNAME on the "
-                        "shared network, and a MASTER_ADDR/NCCL_COMM_ID every node can reach.", subnet_warn, ctx))
+        out.append(
+            make(
+                "iface-mismatch",
+                "error",
+                "No local interface is in the same subnet as the peer/root address",
+                "NCCL_COMM_ID or the peer's advertised address lies in a subnet this host has no interface in "
+                "(typically a container's private bridge address, or a public IP behind NAT).",
+                "Advertise a routable address: host networking for containers, NCCL_SOCKET_IFNAME on the "
+                "shared network, and a MASTER_ADDR/NCCL_COMM_ID every node can reach.",
+                subnet_warn,
+                ctx,
+            )
+        )
     return out
 
 
@@ -144,12 +215,22 @@ def iface_none(ctx: Context) -> Iterable[Finding]:
     found matching … NCCL_OOB_NET_IFNAME' or 'Socket creation failed : Address family not supported'
     (NCCL needs an IP interface for bootstrap even on one node). Error."""
     rows = warnings_matching(
-        ctx, r"(?i)no socket interface found|NET/Socket : no interface found|no device found (matching|after excluding)"
-        r"|Socket creation failed|No IP interface found")
+        ctx,
+        r"(?i)no socket interface found|NET/Socket : no interface found|no device found (matching|after excluding)"
+        r"|Socket creation failed|No IP interface found",
+    )
     if rows.is_empty():
         return []
-    return [make("iface-none", "error", "NCCL found no usable interface for its sockets",
-                 "NCCL bootstraps over TCP even on a single node; with NCCL_SOCKET_IFNAME matching nothing, only "
-                 "loopback/docker interfaces present, or an address family the host lacks, init cannot start.",
-                 "Check `ip addr` on the failing host and set NCCL_SOCKET_IFNAME (and NCCL_SOCKET_FAMILY) to an "
-                 "interface that exists and has an address.", rows, ctx)]
+    return [
+        make(
+            "iface-none",
+            "error",
+            "NCCL found no usable interface for its sockets",
+            "NCCL bootstraps over TCP even on a single node; with NCCL_SOCKET_IFNAME matching nothing, only "
+            "loopback/docker interfaces present, or an address family the host lacks, init cannot start.",
+            "Check `ip addr` on the failing host and set NCCL_SOCKET_IFNAME (and NCCL_SOCKET_FAMILY) to an "
+            "interface that exists and has an address.",
+            rows,
+            ctx,
+        )
+    ]

@@ -26,8 +26,9 @@ def with_comm(df: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ends = inits.filter(pl.col("phase") == "complete").select(*THREAD, "line", "comm_key").sort("line")
     starts = inits.filter(pl.col("phase") != "complete").select(*THREAD, "line", "comm_key").sort("line")
     fwd = d.join_asof(ends, on="line", by=THREAD, strategy="forward", check_sortedness=False)
-    back = d.select("_i", "line", *THREAD).join_asof(starts, on="line", by=THREAD, strategy="backward",
-                                                     check_sortedness=False)
+    back = d.select("_i", "line", *THREAD).join_asof(
+        starts, on="line", by=THREAD, strategy="backward", check_sortedness=False
+    )
     out = fwd.join(back.select("_i", pl.col("comm_key").alias("_back")), on="_i", how="left")
     out = out.with_columns(comm_key=pl.coalesce("comm_key", "_back")).drop("_back")
     keys = out["comm_key"].drop_nulls().unique()
@@ -50,7 +51,8 @@ def topology_mismatch(ctx: Context) -> Iterable[Finding]:
     rings = with_comm(ctx.logs.rings, ctx) if ctx.logs.rings.height else None
     if rings is not None:
         orders = rings.filter((pl.col("kind") == "ring_order") & pl.col("order").is_not_null()).with_columns(
-            o=_order_str())
+            o=_order_str()
+        )
         out += _order_checks(orders, ctx)
         out += _neighbour_checks(rings.filter(pl.col("kind") == "ring_neighbors"), ctx)
     ring_warn = ctx.logs.warnings.filter((pl.col("family") == "ring") & ~pl.col("benign").fill_null(False))
@@ -59,41 +61,73 @@ def topology_mismatch(ctx: Context) -> Iterable[Finding]:
     summary = ctx.logs.channels.filter((pl.col("kind") == "summary") & pl.col("coll_channels").is_not_null())
     if summary.height:
         s = with_comm(summary, ctx)
-        bad = s.group_by("comm_key").agg(pl.col("coll_channels").n_unique().alias("n")).filter(pl.col("n") > 1)
+        bad = (
+            s.group_by("comm_key").agg(pl.col("coll_channels").n_unique().alias("n")).filter(pl.col("n") > 1)
+        )
         rows = s.join(bad.select("comm_key"), on="comm_key")
         if rows.height:
-            out.append(_f("warning", "Ranks of one communicator report different channel counts",
-                          first_per(rows, ["comm_key", "coll_channels"]), ctx))
+            out.append(
+                _f(
+                    "warning",
+                    "Ranks of one communicator report different channel counts",
+                    first_per(rows, ["comm_key", "coll_channels"]),
+                    ctx,
+                )
+            )
     return out
 
 
 def _f(sev: Severity, title: str, rows: pl.DataFrame, ctx: Context) -> Finding:
-    return make("topology-mismatch", sev, title,
-                "All ranks of a communicator must build the same rings and channel count; when they do not, the "
-                "ranks wait on peers that never send and the first collective hangs. It means the processes "
-                "disagree on the topology: different NCCL versions or settings (NCCL_MIN/MAX_NCHANNELS, "
-                "NCCL_ALGO, topology/graph files) or a launcher that mixed up ranks.",
-                "Run every rank with the same NCCL build and the same NCCL_* environment; compare the ring lines "
-                "(NCCL_DEBUG_SUBSYS=INIT,GRAPH) between the disagreeing ranks.", rows, ctx)
+    return make(
+        "topology-mismatch",
+        sev,
+        title,
+        "All ranks of a communicator must build the same rings and channel count; when they do not, the "
+        "ranks wait on peers that never send and the first collective hangs. It means the processes "
+        "disagree on the topology: different NCCL versions or settings (NCCL_MIN/MAX_NCHANNELS, "
+        "NCCL_ALGO, topology/graph files) or a launcher that mixed up ranks.",
+        "Run every rank with the same NCCL build and the same NCCL_* environment; compare the ring lines "
+        "(NCCL_DEBUG_SUBSYS=INIT,GRAPH) between the disagreeing ranks.",
+        rows,
+        ctx,
+    )
 
 
 def _order_checks(orders: pl.DataFrame, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     if orders.is_empty():
         return out
-    by_chan = orders.group_by(["comm_key", "channel"]).agg(pl.col("o").n_unique().alias("n")).filter(pl.col("n") > 1)
+    by_chan = (
+        orders.group_by(["comm_key", "channel"])
+        .agg(pl.col("o").n_unique().alias("n"))
+        .filter(pl.col("n") > 1)
+    )
     rows = orders.join(by_chan.select("comm_key", "channel"), on=["comm_key", "channel"])
     if rows.height:
-        out.append(_f("error", "Ranks print different ring orders for the same channel",
-                      first_per(rows, ["comm_key", "channel", "o"]), ctx))
+        out.append(
+            _f(
+                "error",
+                "Ranks print different ring orders for the same channel",
+                first_per(rows, ["comm_key", "channel", "o"]),
+                ctx,
+            )
+        )
     nch = orders.drop_nulls("nchannels").group_by("comm_key").agg(pl.col("nchannels").n_unique().alias("n"))
     rows = orders.join(nch.filter(pl.col("n") > 1).select("comm_key"), on="comm_key")
     if rows.height:
-        out.append(_f("error", "Ranks of one communicator use different channel counts",
-                      first_per(rows, ["comm_key", "nchannels"]), ctx))
+        out.append(
+            _f(
+                "error",
+                "Ranks of one communicator use different channel counts",
+                first_per(rows, ["comm_key", "nchannels"]),
+                ctx,
+            )
+        )
     dup = orders.filter(pl.col("order").list.n_unique() < pl.col("order").list.len())
     if dup.height:
-        out.append(_f("error", "A ring visits the same rank twice (it does not close over all ranks)", dup, ctx))
+        out.append(
+            _f("error", "A ring visits the same rank twice (it does not close over all ranks)", dup, ctx)
+        )
     return out
 
 
@@ -101,16 +135,24 @@ def _neighbour_checks(nb: pl.DataFrame, ctx: Context) -> list[Finding]:
     if nb.is_empty():
         return []
     nb = nb.filter(pl.col("order").list.len() == 3).with_columns(
-        prev=pl.col("order").list.get(0), me=pl.col("order").list.get(1), nxt=pl.col("order").list.get(2))
+        prev=pl.col("order").list.get(0), me=pl.col("order").list.get(1), nxt=pl.col("order").list.get(2)
+    )
     nb = nb.filter(pl.col("me") >= 0)
-    peer = nb.select("comm_key", "channel", pl.col("me").alias("nxt"), pl.col("prev").alias("peer_prev"),
-                     pl.col("path").alias("p2"), pl.col("line").alias("l2")).unique(["comm_key", "channel", "nxt"])
+    peer = nb.select(
+        "comm_key",
+        "channel",
+        pl.col("me").alias("nxt"),
+        pl.col("prev").alias("peer_prev"),
+        pl.col("path").alias("p2"),
+        pl.col("line").alias("l2"),
+    ).unique(["comm_key", "channel", "nxt"])
     bad = nb.join(peer, on=["comm_key", "channel", "nxt"]).filter(pl.col("peer_prev") != pl.col("me"))
     if bad.is_empty():
         return []
     other = nb.join(bad.select(pl.col("p2").alias("path"), pl.col("l2").alias("line")), on=["path", "line"])
-    return [_f("error", "Ring neighbours contradict each other: a ring does not close",
-               cite(bad, other), ctx)]
+    return [
+        _f("error", "Ring neighbours contradict each other: a ring does not close", cite(bad, other), ctx)
+    ]
 
 
 @rule("split-world", "error", "Nodes formed separate communicators instead of one job", "config")
@@ -121,15 +163,17 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     `nNodes 1` spans one node whatever the hosts) (every node formed its own world:
     wrong num_nodes/world size, nccl-tests without MPI); when one communicator (same commId) has a rank
     claimed on two hosts; or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`."""
-    root = warnings_matching(
-        ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
+    root = warnings_matching(ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
     if ctx.logs.inits.is_empty() and root.is_empty():
         return []
     inits = init_rows(ctx.logs.inits).filter((pl.col("nranks") >= 2) & (pl.col("host") != ""))
     shape = _comm_hosts(inits)
     # NCCL's own `nNodes 1` overrides what the hosts suggest: such lines are separate communicators
-    spanning = shape.filter((pl.col("n_hosts") >= 2) & (pl.col("pairs") == pl.col("ranks_seen"))
-                            & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1)))
+    spanning = shape.filter(
+        (pl.col("n_hosts") >= 2)
+        & (pl.col("pairs") == pl.col("ranks_seen"))
+        & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1))
+    )
     claimed = shape.filter(pl.col("comm_id").is_not_null() & (pl.col("pairs") > pl.col("ranks_seen")))
     dup = _claimed_twice(inits.join(claimed.select("comm_key"), on="comm_key"))
     hosts = inits["host"].n_unique()
@@ -139,37 +183,55 @@ def split_world(ctx: Context) -> Iterable[Finding]:
         return []
     largest = int(shape.select(pl.col("nranks").max()).item() or 0) if shape.height else 0
     if separate.height:
-        title = (f"No communicator spans the job: {hosts} hosts each formed their own (largest: {largest} ranks, "
-                 "inferred from the Init lines, all on one host)")
+        title = (
+            f"No communicator spans the job: {hosts} hosts each formed their own (largest: {largest} ranks, "
+            "inferred from the Init lines, all on one host)"
+        )
     elif dup.height:
         title = "Two processes claim the same rank of one communicator on different hosts"
     else:
         title = "NCCL's bootstrap root saw ranks of two different jobs"
-    return [make("split-world", "error", title,
-                 "Each node created its own communicator of local size (or two processes claimed the same rank), "
-                 "so ranks never meet: the job hangs at init or every node trains alone.",
-                 "Give every process a unique global rank and the same world size: check num_nodes/--nnodes, "
-                 "srun --ntasks-per-node, MASTER_ADDR/PORT; build nccl-tests with MPI=1 and launch with mpirun.",
-                 rows, ctx, metrics={"hosts": hosts, "largest_comm_nranks": largest,
-                                     "spanning_comms": spanning.height})]
+    return [
+        make(
+            "split-world",
+            "error",
+            title,
+            "Each node created its own communicator of local size (or two processes claimed the same rank), "
+            "so ranks never meet: the job hangs at init or every node trains alone.",
+            "Give every process a unique global rank and the same world size: check num_nodes/--nnodes, "
+            "srun --ntasks-per-node, MASTER_ADDR/PORT; build nccl-tests with MPI=1 and launch with mpirun.",
+            rows,
+            ctx,
+            metrics={"hosts": hosts, "largest_comm_nranks": largest, "spanning_comms": spanning.height},
+        )
+    ]
 
 
 def _comm_hosts(inits: pl.DataFrame) -> pl.DataFrame:
     """Per communicator: size, ranks seen, hosts, and distinct (rank, host) pairs (> ranks: a rank on 2 hosts)."""
     return inits.group_by("comm_key").agg(
-        pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max(), pl.col("nnodes").max(),
-        pl.col("rank").n_unique().alias("ranks_seen"), pl.col("host").n_unique().alias("n_hosts"),
-        pl.struct("rank", "host").n_unique().alias("pairs"))
+        pl.col("comm_id").drop_nulls().first(),
+        pl.col("nranks").max(),
+        pl.col("nnodes").max(),
+        pl.col("rank").n_unique().alias("ranks_seen"),
+        pl.col("host").n_unique().alias("n_hosts"),
+        pl.struct("rank", "host").n_unique().alias("pairs"),
+    )
 
 
 def _claimed_twice(inits: pl.DataFrame) -> pl.DataFrame:
-    twice = inits.group_by("comm_key", "rank").agg(pl.col("host").n_unique().alias("n")).filter(pl.col("n") > 1)
+    twice = (
+        inits.group_by("comm_key", "rank").agg(pl.col("host").n_unique().alias("n")).filter(pl.col("n") > 1)
+    )
     return first_per(inits.join(twice.select("comm_key", "rank"), on=["comm_key", "rank"]), ["host", "rank"])
 
 
 def _comms(inits: pl.DataFrame) -> pl.DataFrame:
-    return inits.group_by("comm_key").agg(pl.col("nranks").max(), pl.col("rank").n_unique().alias("ranks_seen"),
-                                          pl.col("line").min().alias("_first"))
+    return inits.group_by("comm_key").agg(
+        pl.col("nranks").max(),
+        pl.col("rank").n_unique().alias("ranks_seen"),
+        pl.col("line").min().alias("_first"),
+    )
 
 
 @rule("missing-ranks", "warning", "Fewer ranks in the evidence than the communicator has", "config")
@@ -188,11 +250,19 @@ def missing_ranks(ctx: Context) -> Iterable[Finding]:
     files = ctx.ranks["path"].drop_nulls().n_unique()
     sev: Severity = "warning" if files > 1 else "info"
     inits = init_rows(ctx.logs.inits).filter(pl.col("comm_key") == top["comm_key"])
-    return [make("missing-ranks", sev, f"Only {seen} of {n} ranks appear in the evidence",
-                 "Findings can only speak for the ranks whose lines were given; in a hang or crash the rank that "
-                 "failed first is often the one whose log is missing.",
-                 "Collect every rank's log (NCCL_DEBUG_FILE=/path/nccl.%h.%p) and pass them all.",
-                 first_per(inits, ["host"]), ctx, metrics={"nranks": n, "ranks_seen": seen})]
+    return [
+        make(
+            "missing-ranks",
+            sev,
+            f"Only {seen} of {n} ranks appear in the evidence",
+            "Findings can only speak for the ranks whose lines were given; in a hang or crash the rank that "
+            "failed first is often the one whose log is missing.",
+            "Collect every rank's log (NCCL_DEBUG_FILE=/path/nccl.%h.%p) and pass them all.",
+            first_per(inits, ["host"]),
+            ctx,
+            metrics={"nranks": n, "ranks_seen": seen},
+        )
+    ]
 
 
 @rule("init-incomplete", "error", "Communicator init started but did not complete", "config")
@@ -214,14 +284,25 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     for key, rows in stuck.group_by("comm_key", maintain_order=True):
         completed = done.filter(pl.col("comm_key") == key[0]).height
         sev: Severity = "error" if completed else "info" if cut else "warning"
-        title = (f"{rows['rank'].n_unique()} rank(s) started init but never completed while {completed} did"
-                 if completed else "Init START without Init COMPLETE in the evidence")
-        out.append(make("init-incomplete", sev, title,
-                        "A rank that never reaches Init COMPLETE is stuck in bootstrap, topology search or "
-                        "connection setup; every collective on that communicator will hang.",
-                        "Look at the last lines those ranks printed (bootstrap, NET, channel setup) and at WARNs "
-                        "on them; check that every rank of the communicator was launched and can reach the others.",
-                        first_per(rows, ["host", "pid", "rank"]), ctx, metrics={"comm": key[0]}))
+        title = (
+            f"{rows['rank'].n_unique()} rank(s) started init but never completed while {completed} did"
+            if completed
+            else "Init START without Init COMPLETE in the evidence"
+        )
+        out.append(
+            make(
+                "init-incomplete",
+                sev,
+                title,
+                "A rank that never reaches Init COMPLETE is stuck in bootstrap, topology search or "
+                "connection setup; every collective on that communicator will hang.",
+                "Look at the last lines those ranks printed (bootstrap, NET, channel setup) and at WARNs "
+                "on them; check that every rank of the communicator was launched and can reach the others.",
+                first_per(rows, ["host", "pid", "rank"]),
+                ctx,
+                metrics={"comm": key[0]},
+            )
+        )
     return out
 
 
@@ -238,7 +319,12 @@ def _excerpt_cut(ctx: Context, stuck: pl.DataFrame) -> bool:
     return bool((later["last_line"].fill_null(0) <= later["start_line"]).all())
 
 
-@rule("lightning-world", "error", "PyTorch Lightning started a different world than NCCL or the launcher", "config")
+@rule(
+    "lightning-world",
+    "error",
+    "PyTorch Lightning started a different world than NCCL or the launcher",
+    "config",
+)
 def lightning_world(ctx: Context) -> Iterable[Finding]:
     """Lightning prints the world it believes in (`initializing ddp: GLOBAL_RANK: r, MEMBER: m/n`). Error when
     one GLOBAL_RANK is printed by two processes (or twice in one launcher log: Lightning prints it once per
@@ -250,31 +336,60 @@ def lightning_world(ctx: Context) -> Iterable[Finding]:
         return []
     out: list[Finding] = []
     # (a GLOBAL_RANK beyond 64 bits is null: no rank to compare)
-    twice = lw.filter(pl.col("rank").is_not_null()).group_by("rank").agg(pl.len().alias("n")).filter(pl.col("n") > 1)
+    twice = (
+        lw.filter(pl.col("rank").is_not_null())
+        .group_by("rank")
+        .agg(pl.len().alias("n"))
+        .filter(pl.col("n") > 1)
+    )
     sizes = sorted({int(v) for v in lw["world_size"].drop_nulls().to_list()})
     nccl_n = int(ctx.comms.select(pl.col("nranks").max()).item() or 0) if ctx.comms.height else 0
     if twice.height:
         rows = lw.join(twice.select("rank"), on="rank")
-        out.append(make("lightning-world", "error",
-                        f"{twice.height} GLOBAL_RANK(s) claimed by more than one process "
-                        f"(e.g. rank {int(twice.select(pl.col('rank').min()).item())})",
-                        "Two processes that both believe they are global rank r never form one world: the rendezvous "
-                        "waits for ranks nobody holds and the job hangs at init (or NCCL reports a duplicate GPU).",
-                        "Make the launcher and Lightning agree: Trainer(num_nodes=…, devices=…) must equal the nodes and "
-                        "tasks per node the job gets (srun --ntasks-per-node=<GPUs per node>, torchrun --nnodes).",
-                        rows, ctx, metrics={"duplicated_ranks": sorted(twice["rank"].to_list())}))
+        out.append(
+            make(
+                "lightning-world",
+                "error",
+                f"{twice.height} GLOBAL_RANK(s) claimed by more than one process "
+                f"(e.g. rank {int(twice.select(pl.col('rank').min()).item())})",
+                "Two processes that both believe they are global rank r never form one world: the rendezvous "
+                "waits for ranks nobody holds and the job hangs at init (or NCCL reports a duplicate GPU).",
+                "Make the launcher and Lightning agree: Trainer(num_nodes=…, devices=…) must equal the nodes and "
+                "tasks per node the job gets (srun --ntasks-per-node=<GPUs per node>, torchrun --nnodes).",
+                rows,
+                ctx,
+                metrics={"duplicated_ranks": sorted(twice["rank"].to_list())},
+            )
+        )
     if nccl_n and any(s != nccl_n for s in sizes):
-        out.append(make("lightning-world", "error", f"Lightning's world ({'/'.join(map(str, sizes))} members) "
-                        f"differs from NCCL's ({nccl_n} ranks)",
-                        "The framework and the communicator disagree on how many ranks exist, so some ranks wait "
-                        "for peers that are in another world.",
-                        "Set num_nodes and devices to what the launcher really starts.", first_per(lw, ["world_size"]),
-                        ctx, metrics={"lightning_world": sizes, "nccl_nranks": nccl_n}))
+        out.append(
+            make(
+                "lightning-world",
+                "error",
+                f"Lightning's world ({'/'.join(map(str, sizes))} members) "
+                f"differs from NCCL's ({nccl_n} ranks)",
+                "The framework and the communicator disagree on how many ranks exist, so some ranks wait "
+                "for peers that are in another world.",
+                "Set num_nodes and devices to what the launcher really starts.",
+                first_per(lw, ["world_size"]),
+                ctx,
+                metrics={"lightning_world": sizes, "nccl_nranks": nccl_n},
+            )
+        )
     seen = lw["rank"].n_unique()
     if not twice.height and len(sizes) == 1 and seen < sizes[0]:
-        out.append(make("lightning-world", "warning", f"Only {seen} of {sizes[0]} Lightning members initialised",
-                        "Lightning expects more members than printed their init line: the processes of another node "
-                        "never started, started late, or run with other settings; init then hangs.",
-                        "Check that every node runs the job with the same num_nodes/devices, and collect every "
-                        "node's output.", lw, ctx, metrics={"members_seen": seen, "world_size": sizes[0]}))
+        out.append(
+            make(
+                "lightning-world",
+                "warning",
+                f"Only {seen} of {sizes[0]} Lightning members initialised",
+                "Lightning expects more members than printed their init line: the processes of another node "
+                "never started, started late, or run with other settings; init then hangs.",
+                "Check that every node runs the job with the same num_nodes/devices, and collect every "
+                "node's output.",
+                lw,
+                ctx,
+                metrics={"members_seen": seen, "world_size": sizes[0]},
+            )
+        )
     return out

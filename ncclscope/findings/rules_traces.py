@@ -61,8 +61,12 @@ def straggler(ctx: Context) -> Iterable[Finding]:
     stats, held = straggler_stats(a.per_rank, a.collectives, MIN_DELAY_US, REL_DELAY)
     if stats.is_empty():
         return []
-    bad = stats.filter((pl.col("late_share") >= LATE_SHARE) & (pl.col("median_lateness_us") >= MIN_LATENESS_US)
-                       & (pl.col("relative_lateness") >= REL_LATENESS) & (pl.col("late") >= 2))
+    bad = stats.filter(
+        (pl.col("late_share") >= LATE_SHARE)
+        & (pl.col("median_lateness_us") >= MIN_LATENESS_US)
+        & (pl.col("relative_lateness") >= REL_LATENESS)
+        & (pl.col("late") >= 2)
+    )
     bad = bad.sort("wait_caused_us", descending=True)
     if bad.height:
         return [_persistent(r, a.per_rank, a.clock) for r in bad.iter_rows(named=True)]
@@ -73,45 +77,78 @@ def straggler(ctx: Context) -> Iterable[Finding]:
 
 def _persistent(r: dict[str, object], per: pl.DataFrame, clock: pl.DataFrame) -> Finding:
     rank = int(r["rank"])  # type: ignore[call-overload]
-    worst = per.filter((pl.col("rank") == rank) & pl.col("is_last")).sort("delay_caused_us", descending=True).head(3)
-    ev = tuple(_ev(w, f"collective #{w['coll_id']} {w['op']} ({w['event']}): rank {rank} arrived "
-                      f"{_us(float(w['lateness_us']))} after the others' median; the group waited "
-                      f"{_us(float(w['delay_caused_us']))} for it alone") for w in worst.iter_rows(named=True))
+    worst = (
+        per.filter((pl.col("rank") == rank) & pl.col("is_last"))
+        .sort("delay_caused_us", descending=True)
+        .head(3)
+    )
+    ev = tuple(
+        _ev(
+            w,
+            f"collective #{w['coll_id']} {w['op']} ({w['event']}): rank {rank} arrived "
+            f"{_us(float(w['lateness_us']))} after the others' median; the group waited "
+            f"{_us(float(w['delay_caused_us']))} for it alone",
+        )
+        for w in worst.iter_rows(named=True)
+    )
     share = float(r["late_share"])  # type: ignore[arg-type]
     return Finding(
-        id="straggler", severity="warning", title=f"Rank {rank} is a persistent straggler",
-        why=(f"Rank {rank} arrived last in {r['late']} of {r['n']} collectives ({share:.0%}), a median "
-             f"{_us(float(r['median_lateness_us']))} after the others; they spent "  # type: ignore[arg-type]
-             f"{_us(float(r['wait_caused_us']))} (summed over ranks) waiting for it."),  # type: ignore[arg-type]
-        fix=("Look at what rank runs before each collective: uneven data or sequence lengths, a slower or "
-             "throttled GPU (clocks, thermals), CPU contention or a slow data loader on its host, or "
-             "host-side work (logging, checkpointing) only that rank does."),
-        ranks=(rank,), evidence=ev,
-        metrics={"rank": rank, "pattern": "persistent", "late_share": round(share, 4),
-                 "late_collectives": r["late"], "collectives": r["n"],
-                 "median_lateness_us": round(float(r["median_lateness_us"]), 1),  # type: ignore[arg-type]
-                 "wait_caused_us": round(float(r["wait_caused_us"]), 1),  # type: ignore[arg-type]
-                 "median_transfer_us": round(float(r["transfer_us"]), 1),  # type: ignore[arg-type]
-                 "relative_lateness": round(float(r["relative_lateness"]), 2),  # type: ignore[arg-type]
-                 "clock_basis": clock["basis"][0] if clock.height else None})
+        id="straggler",
+        severity="warning",
+        title=f"Rank {rank} is a persistent straggler",
+        why=(
+            f"Rank {rank} arrived last in {r['late']} of {r['n']} collectives ({share:.0%}), a median "
+            f"{_us(float(r['median_lateness_us']))} after the others; they spent "  # type: ignore[arg-type]
+            f"{_us(float(r['wait_caused_us']))} (summed over ranks) waiting for it."  # type: ignore[arg-type]
+        ),
+        fix=(
+            "Look at what rank runs before each collective: uneven data or sequence lengths, a slower or "
+            "throttled GPU (clocks, thermals), CPU contention or a slow data loader on its host, or "
+            "host-side work (logging, checkpointing) only that rank does."
+        ),
+        ranks=(rank,),
+        evidence=ev,
+        metrics={
+            "rank": rank,
+            "pattern": "persistent",
+            "late_share": round(share, 4),
+            "late_collectives": r["late"],
+            "collectives": r["n"],
+            "median_lateness_us": round(float(r["median_lateness_us"]), 1),  # type: ignore[arg-type]
+            "wait_caused_us": round(float(r["wait_caused_us"]), 1),  # type: ignore[arg-type]
+            "median_transfer_us": round(float(r["transfer_us"]), 1),  # type: ignore[arg-type]
+            "relative_lateness": round(float(r["relative_lateness"]), 2),  # type: ignore[arg-type]
+            "clock_basis": clock["basis"][0] if clock.height else None,
+        },
+    )
 
 
 def _rotating(stats: pl.DataFrame, held: dict[str, float]) -> Finding:
     top = stats.sort("wait_caused_us", descending=True).head(4)
     ranks = tuple(int(x) for x in top["rank"])
     return Finding(
-        id="straggler", severity="info", title="Collectives wait for a different late rank each time",
-        why=(f"{int(held['held'])} of {int(held['n'])} collectives were held up >= {MIN_DELAY_US:.0f} µs (and at "
-             f"least their transfer time) by their last rank, but no rank is last in half of them (rotating stragglers): ranks "
-             f"{', '.join(map(str, ranks))} cost the most waiting."),
-        fix=("Rotating lateness points at job-wide jitter rather than one bad rank: Python GC, data "
-             "loading, variable sequence lengths, or OS noise; compare step-to-step variance per rank."),
+        id="straggler",
+        severity="info",
+        title="Collectives wait for a different late rank each time",
+        why=(
+            f"{int(held['held'])} of {int(held['n'])} collectives were held up >= {MIN_DELAY_US:.0f} µs (and at "
+            f"least their transfer time) by their last rank, but no rank is last in half of them (rotating stragglers): ranks "
+            f"{', '.join(map(str, ranks))} cost the most waiting."
+        ),
+        fix=(
+            "Rotating lateness points at job-wide jitter rather than one bad rank: Python GC, data "
+            "loading, variable sequence lengths, or OS noise; compare step-to-step variance per rank."
+        ),
         ranks=ranks,
-        metrics={"pattern": "rotating", "held_share": round(held["held"] / held["n"], 4),
-                 "median_lateness_us": round(float(top["median_lateness_us"][0]), 1),
-                 "late_share": round(float(top["late_share"][0]), 4),
-                 "wait_caused_us": round(float(stats["wait_caused_us"].sum()), 1),
-                 "per_rank": top.to_dicts()})
+        metrics={
+            "pattern": "rotating",
+            "held_share": round(held["held"] / held["n"], 4),
+            "median_lateness_us": round(float(top["median_lateness_us"][0]), 1),
+            "late_share": round(float(top["late_share"][0]), 4),
+            "wait_caused_us": round(float(stats["wait_caused_us"].sum()), 1),
+            "per_rank": top.to_dicts(),
+        },
+    )
 
 
 @rule("comm-overhead", "warning", "Communication is exposed for a large share of step time", group="traces")
@@ -129,18 +166,29 @@ def comm_overhead(ctx: Context) -> Iterable[Finding]:
     if share <= EXPOSED_SHARE:
         return []
     overlap = float(per["overlap_pct"].median())  # type: ignore[arg-type]
-    return [Finding(
-        id="comm-overhead", severity="warning",
-        title=f"Communication is exposed for {share:.0%} of step time",
-        why=(f"Across {per.height} rank(s), a median {share:.0%} of the profiled step time the GPU only "
-             f"communicates (NCCL kernels not hidden behind compute); {overlap:.0f}% of communication "
-             "overlaps compute."),
-        fix=("Overlap communication with compute (DDP bucket_cap_mb, FSDP prefetch / limit_all_gathers, "
-             "async tensor parallel), cut its volume (gradient accumulation with no_sync, bf16/fp8 "
-             "reduction), or check the link bandwidth (see low-busbw)."),
-        ranks=tuple(int(x) for x in per["rank"]),
-        metrics={"exposed_share": round(share, 4), "overlap_pct": round(overlap, 1),
-                 "per_rank": per.to_dicts()})]
+    return [
+        Finding(
+            id="comm-overhead",
+            severity="warning",
+            title=f"Communication is exposed for {share:.0%} of step time",
+            why=(
+                f"Across {per.height} rank(s), a median {share:.0%} of the profiled step time the GPU only "
+                f"communicates (NCCL kernels not hidden behind compute); {overlap:.0f}% of communication "
+                "overlaps compute."
+            ),
+            fix=(
+                "Overlap communication with compute (DDP bucket_cap_mb, FSDP prefetch / limit_all_gathers, "
+                "async tensor parallel), cut its volume (gradient accumulation with no_sync, bf16/fp8 "
+                "reduction), or check the link bandwidth (see low-busbw)."
+            ),
+            ranks=tuple(int(x) for x in per["rank"]),
+            metrics={
+                "exposed_share": round(share, 4),
+                "overlap_pct": round(overlap, 1),
+                "per_rank": per.to_dicts(),
+            },
+        )
+    ]
 
 
 @rule("low-busbw", "warning", "Collectives run far below the link's bandwidth", group="traces")
@@ -157,21 +205,39 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     if ref is None:
         return []
     gpu, link = ref
-    big = a.collectives.filter(pl.col("complete") & pl.col("consistent") & pl.col("busbw_gbps").is_not_null()
-                               & (pl.col("msg_bytes") >= LOW_BUSBW_MIN_BYTES))
+    big = a.collectives.filter(
+        pl.col("complete")
+        & pl.col("consistent")
+        & pl.col("busbw_gbps").is_not_null()
+        & (pl.col("msg_bytes") >= LOW_BUSBW_MIN_BYTES)
+    )
     if big.is_empty():
         return []
     med = big["busbw_gbps"].median()
     bw = float(med) if isinstance(med, (int, float)) else 0.0
     if bw >= LOW_BUSBW_SHARE * link:
         return []
-    return [Finding(
-        id="low-busbw", severity="warning", title=f"Bus bandwidth {bw:.0f} GB/s on {gpu} NVLink ({link:.0f} GB/s)",
-        why=(f"{big.height} collective(s) of >= 64 MiB reached a median bus bandwidth of {bw:.1f} GB/s, "
-             f"under {LOW_BUSBW_SHARE:.0%} of the {link:.0f} GB/s NVLink of {gpu}."),
-        fix=("Check the NCCL transport in the logs (P2P/CUMEM vs SHM or NET), NCCL_P2P_DISABLE / "
-             "NCCL_P2P_LEVEL, NVLink health (nvidia-smi nvlink -s), and compare with nccl-tests."),
-        metrics={"median_busbw_gbps": round(bw, 2), "link_gbps": link, "gpu": gpu, "collectives": big.height})]
+    return [
+        Finding(
+            id="low-busbw",
+            severity="warning",
+            title=f"Bus bandwidth {bw:.0f} GB/s on {gpu} NVLink ({link:.0f} GB/s)",
+            why=(
+                f"{big.height} collective(s) of >= 64 MiB reached a median bus bandwidth of {bw:.1f} GB/s, "
+                f"under {LOW_BUSBW_SHARE:.0%} of the {link:.0f} GB/s NVLink of {gpu}."
+            ),
+            fix=(
+                "Check the NCCL transport in the logs (P2P/CUMEM vs SHM or NET), NCCL_P2P_DISABLE / "
+                "NCCL_P2P_LEVEL, NVLink health (nvidia-smi nvlink -s), and compare with nccl-tests."
+            ),
+            metrics={
+                "median_busbw_gbps": round(bw, 2),
+                "link_gbps": link,
+                "gpu": gpu,
+                "collectives": big.height,
+            },
+        )
+    ]
 
 
 @rule("sync-per-microbatch", "warning", "Gradients are all-reduced on every micro-step", group="traces")
@@ -188,19 +254,36 @@ def sync_per_microbatch(ctx: Context) -> Iterable[Finding]:
     if rep.is_empty():
         return []
     first = rep.row(0, named=True)
-    return [Finding(
-        id="sync-per-microbatch", severity="warning",
-        title=f"Gradients are reduced {first['repeats']}× per step (once per micro-batch)",
-        why=(f"In ProfilerStep#{first['step']}, the {first['period']} {first['op']} message(s) of group "
-             f"{first['group']} ({first['period_bytes'] / 2**20:.1f} MiB) repeat {first['repeats']} times: "
-             "gradient accumulation synchronises on every micro-step."),
-        fix=("Wrap all but the last micro-batch's forward/backward in `with model.no_sync():` (DDP) or "
-             "call `model.set_requires_gradient_sync(False)` (FSDP2) so gradients are reduced once per step."),
-        ranks=tuple(sorted(int(x) for x in rep["rank"].unique())),
-        evidence=(Evidence(path=str(first["path"]), line=0, text=f"ProfilerStep#{first['step']}: sizes "
-                           f"{first['sizes'][:12]}"),),
-        metrics={"repeats": first["repeats"], "period": first["period"], "steps": rep["step"].n_unique(),
-                 "aligned": a is not None})]
+    return [
+        Finding(
+            id="sync-per-microbatch",
+            severity="warning",
+            title=f"Gradients are reduced {first['repeats']}× per step (once per micro-batch)",
+            why=(
+                f"In ProfilerStep#{first['step']}, the {first['period']} {first['op']} message(s) of group "
+                f"{first['group']} ({first['period_bytes'] / 2**20:.1f} MiB) repeat {first['repeats']} times: "
+                "gradient accumulation synchronises on every micro-step."
+            ),
+            fix=(
+                "Wrap all but the last micro-batch's forward/backward in `with model.no_sync():` (DDP) or "
+                "call `model.set_requires_gradient_sync(False)` (FSDP2) so gradients are reduced once per step."
+            ),
+            ranks=tuple(sorted(int(x) for x in rep["rank"].unique())),
+            evidence=(
+                Evidence(
+                    path=str(first["path"]),
+                    line=0,
+                    text=f"ProfilerStep#{first['step']}: sizes {first['sizes'][:12]}",
+                ),
+            ),
+            metrics={
+                "repeats": first["repeats"],
+                "period": first["period"],
+                "steps": rep["step"].n_unique(),
+                "aligned": a is not None,
+            },
+        )
+    ]
 
 
 CLOCK_SKEW_US = 1000.0  # clock-skew: report clocks more than this far from the reference
@@ -218,12 +301,23 @@ def clock_skew(ctx: Context) -> Iterable[Finding]:
     if off.is_empty():
         return []
     basis = str(a.clock["basis"][0])
-    who = [f"{r['host'] if basis == 'host' else 'rank ' + str(r['rank'])}: {_us(float(r['offset_us']))} "
-           f"(±{_us(float(r['spread_us']))})" for r in off.iter_rows(named=True)]
-    return [Finding(
-        id="clock-skew", severity="info", title=f"{off.height} {basis} clock(s) offset by more than 1 ms",
-        why=("Collective completions, which are simultaneous on every rank, put these clocks off the "
-             f"reference ({basis} of the lowest rank): " + "; ".join(who) + ". Arrivals were corrected."),
-        fix="Run chrony/NTP (or PTP) on every node; until then compare traces only after this correction.",
-        ranks=tuple(int(r) for r in off["rank"].drop_nulls()), hosts=tuple(str(h) for h in off["host"].drop_nulls()),
-        metrics={"basis": basis, "offsets": a.clock.to_dicts()})]
+    who = [
+        f"{r['host'] if basis == 'host' else 'rank ' + str(r['rank'])}: {_us(float(r['offset_us']))} "
+        f"(±{_us(float(r['spread_us']))})"
+        for r in off.iter_rows(named=True)
+    ]
+    return [
+        Finding(
+            id="clock-skew",
+            severity="info",
+            title=f"{off.height} {basis} clock(s) offset by more than 1 ms",
+            why=(
+                "Collective completions, which are simultaneous on every rank, put these clocks off the "
+                f"reference ({basis} of the lowest rank): " + "; ".join(who) + ". Arrivals were corrected."
+            ),
+            fix="Run chrony/NTP (or PTP) on every node; until then compare traces only after this correction.",
+            ranks=tuple(int(r) for r in off["rank"].drop_nulls()),
+            hosts=tuple(str(h) for h in off["host"].drop_nulls()),
+            metrics={"basis": basis, "offsets": a.clock.to_dicts()},
+        )
+    ]

@@ -54,25 +54,40 @@ def unexplained_warn(ctx: Context) -> Iterable[Finding]:
     if live.is_empty():
         return []
     cited = w.join(_cited(ctx), on=["path", "line"], how="semi")
-    read = cited.filter(pl.col("family") != "other")["family"].unique()  # a rule that cites one reads them all
-    left = live.filter(~pl.col("shape").is_in(cited["shape"].unique().implode())
-                       & ~pl.col("family").is_in(read.implode()))
+    read = cited.filter(pl.col("family") != "other")[
+        "family"
+    ].unique()  # a rule that cites one reads them all
+    left = live.filter(
+        ~pl.col("shape").is_in(cited["shape"].unique().implode()) & ~pl.col("family").is_in(read.implode())
+    )
     if left.is_empty():
         return []
     kinds = left.group_by("shape", maintain_order=True).agg(pl.len().alias("n"), pl.col("message").first())
     first = kinds.row(0, named=True)
     title = f"{left.height} WARN line(s) of {kinds.height} kind(s) that no rule explains, first: {first['message']}"
     examples = left.unique("shape", keep="first", maintain_order=True).head(MAX_SHAPES)
-    return [make("unexplained-warn", "warning", title[:200],
-                 "NCCL prints WARN when something it did not expect happened; ncclscope has no rule that reads "
-                 "these, so it cannot say whether they matter here.",
-                 "Read the cited lines with the NCCL version in hand (search them in NVIDIA/nccl issues); if they "
-                 "come before a failure or hang, they are likely its first sign.", examples, ctx,
-                 metrics={"lines": left.height, "kinds": [{"message": m, "count": n}
-                                                          for _, n, m in kinds.head(MAX_SHAPES).iter_rows()]})]
+    return [
+        make(
+            "unexplained-warn",
+            "warning",
+            title[:200],
+            "NCCL prints WARN when something it did not expect happened; ncclscope has no rule that reads "
+            "these, so it cannot say whether they matter here.",
+            "Read the cited lines with the NCCL version in hand (search them in NVIDIA/nccl issues); if they "
+            "come before a failure or hang, they are likely its first sign.",
+            examples,
+            ctx,
+            metrics={
+                "lines": left.height,
+                "kinds": [{"message": m, "count": n} for _, n, m in kinds.head(MAX_SHAPES).iter_rows()],
+            },
+        )
+    ]
 
 
-@rule("benign-warn", "info", "WARNs that healthy runs print, with why they are harmless", "warnings", post=True)
+@rule(
+    "benign-warn", "info", "WARNs that healthy runs print, with why they are harmless", "warnings", post=True
+)
 def benign_warn(ctx: Context) -> Iterable[Finding]:
     """Known-benign WARN lines (net plugin not found, IB probing on a node without IB, SHARP/CollNet or
     NVLS unavailable, MSCCL++ off, proxy service-thread closures during a clean teardown), counted per
@@ -83,19 +98,33 @@ def benign_warn(ctx: Context) -> Iterable[Finding]:
     w = w.with_columns(reason=_reason())
     kinds = w.group_by("reason", maintain_order=True).agg(pl.len().alias("n"), pl.col("message").first())
     summary = "; ".join(f"{n} × {m}" for _, n, m in kinds.head(4).iter_rows())
-    return [make("benign-warn", "info", f"{w.height} known-benign WARN line(s): {summary}"[:200],
-                 "These WARNs appear in healthy runs: " + " ".join(f"({i + 1}) {r}." for i, r in
-                                                                   enumerate(kinds["reason"].to_list())),
-                 "Nothing to do; they are listed so that a reader of the raw log knows they were read.",
-                 w.unique("reason", keep="first", maintain_order=True), ctx,
-                 metrics={"kinds": [{"reason": r, "count": n, "example": m} for r, n, m in kinds.iter_rows()]})]
+    return [
+        make(
+            "benign-warn",
+            "info",
+            f"{w.height} known-benign WARN line(s): {summary}"[:200],
+            "These WARNs appear in healthy runs: "
+            + " ".join(f"({i + 1}) {r}." for i, r in enumerate(kinds["reason"].to_list())),
+            "Nothing to do; they are listed so that a reader of the raw log knows they were read.",
+            w.unique("reason", keep="first", maintain_order=True),
+            ctx,
+            metrics={"kinds": [{"reason": r, "count": n, "example": m} for r, n, m in kinds.iter_rows()]},
+        )
+    ]
 
 
 def _reason() -> pl.Expr:
     msg = pl.col("message").fill_null("")
-    teardown = ("printed while the processes shut down (proxy service thread and communicator teardown), with "
-                "no failure before it")
-    cases = [(pl.col("teardown"), teardown), *((msg.str.contains(b.pattern), b.reason) for b in BENIGN_WARNS),
-             *((pl.col("family") == fam, reason) for fam, reason in FAMILY_REASON.items())]
-    return pl.coalesce([pl.when(cond).then(pl.lit(reason)) for cond, reason in cases]
-                       + [pl.lit("marked benign by its grammar family (parse/families.py)")])
+    teardown = (
+        "printed while the processes shut down (proxy service thread and communicator teardown), with "
+        "no failure before it"
+    )
+    cases = [
+        (pl.col("teardown"), teardown),
+        *((msg.str.contains(b.pattern), b.reason) for b in BENIGN_WARNS),
+        *((pl.col("family") == fam, reason) for fam, reason in FAMILY_REASON.items()),
+    ]
+    return pl.coalesce(
+        [pl.when(cond).then(pl.lit(reason)) for cond, reason in cases]
+        + [pl.lit("marked benign by its grammar family (parse/families.py)")]
+    )

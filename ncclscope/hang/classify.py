@@ -24,7 +24,9 @@ CLASS_LABEL = {
     "e": "enqueued == completed everywhere: the hang is outside NCCL",
     "undetermined": "the evidence does not tell which rank holds it up",
 }
-FR_HINT = "Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE>0, TORCH_NCCL_DUMP_ON_TIMEOUT=1) from every rank"
+FR_HINT = (
+    "Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE>0, TORCH_NCCL_DUMP_ON_TIMEOUT=1) from every rank"
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,9 @@ class HangVerdict:
     evidence: tuple[Evidence, ...] = ()
     hang_evidence: bool = True  # False: only an opCount disagreement, no timeout anywhere
     key: str = ""
-    hosts: tuple[str, ...] = ()  # (b): hosts and peers the network WARNs name  # the raw group key, for de-duplication
+    hosts: tuple[
+        str, ...
+    ] = ()  # (b): hosts and peers the network WARNs name  # the raw group key, for de-duplication
 
     @property
     def sentence(self) -> str:
@@ -55,14 +59,26 @@ class HangVerdict:
             where = "after " + (f"work #{self.seq - 1}" if self.seq is not None else "the last work")
         who = f"; culprit rank(s) {fmt_ranks(self.culprits)}" if self.culprits else ""
         det = f"; rank {fmt_ranks(self.detectors)} only detected it first" if self.detectors else ""
-        return (f"Hang {where} on {self.group}: ({self.klass}) {CLASS_LABEL[self.klass]}{who}{det} "
-                f"[{self.confidence} confidence: {self.reason}].")
+        return (
+            f"Hang {where} on {self.group}: ({self.klass}) {CLASS_LABEL[self.klass]}{who}{det} "
+            f"[{self.confidence} confidence: {self.reason}]."
+        )
 
     def metrics(self) -> dict[str, object]:
-        return {"class": self.klass, "communicator": self.group, "source": self.source, "op": self.op,
-                "seq": self.seq, "culprit_ranks": list(self.culprits), "first_detectors": list(self.detectors),
-                "ranks_seen": len(self.ranks_seen), "group_size": self.group_size, "confidence": self.confidence,
-                "confidence_reason": self.reason, "missing_evidence": list(self.missing)}
+        return {
+            "class": self.klass,
+            "communicator": self.group,
+            "source": self.source,
+            "op": self.op,
+            "seq": self.seq,
+            "culprit_ranks": list(self.culprits),
+            "first_detectors": list(self.detectors),
+            "ranks_seen": len(self.ranks_seen),
+            "group_size": self.group_size,
+            "confidence": self.confidence,
+            "confidence_reason": self.reason,
+            "missing_evidence": list(self.missing),
+        }
 
 
 @dataclass
@@ -109,6 +125,7 @@ def minority_ranks(sig: dict[int, Any]) -> tuple[int, ...]:
 
 # --- one process group (PyTorch lines or Flight Recorder dumps) ------------------------------
 
+
 @dataclass
 class _Group:
     key: str
@@ -137,8 +154,11 @@ class _Group:
             # No completion tracking: the last enqueued collective is the stuck one when ranks differ
             # in what they enqueued, left work unretired, or (in their logs) waited for a peer.
             E, C = self.col("enqueued"), self.col("completed")
-            if E and (len(set(E.values())) > 1 or any(C.get(r, -1) < e for r, e in E.items())
-                      or self.ctx.waiters & set(E)):
+            if E and (
+                len(set(E.values())) > 1
+                or any(C.get(r, -1) < e for r, e in E.items())
+                or self.ctx.waiters & set(E)
+            ):
                 return int(max(E.values()))
         cs = list(self.col("completed").values())
         return max(cs) + 1 if cs else None
@@ -146,8 +166,16 @@ class _Group:
     def evidence(self, first: tuple[int, ...] = (), then: tuple[int, ...] = ()) -> tuple[Evidence, ...]:
         """One line per rank: the culprits' first, then the detectors', then the others' in rank order."""
         rows = sorted(self.recs, key=lambda r: (r["rank"] not in first, r["rank"] not in then, r["rank"]))
-        return tuple(ev(r["path"], r["line"], r["text"] or f"rank {r['rank']}: enqueued {r['enqueued']}, "
-                        f"completed {r['completed']} (Flight Recorder)") for r in rows[:8])
+        return tuple(
+            ev(
+                r["path"],
+                r["line"],
+                r["text"]
+                or f"rank {r['rank']}: enqueued {r['enqueued']}, "
+                f"completed {r['completed']} (Flight Recorder)",
+            )
+            for r in rows[:8]
+        )
 
 
 def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangVerdict:
@@ -156,9 +184,15 @@ def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangV
     s = g.stuck_seq()
     named = {r["named_detector"] for r in g.recs if r["named_detector"] is not None}
     detectors = tuple(sorted(named | {r["rank"] for r in g.recs if r["detector"]}))
-    base: dict[str, Any] = {"group": ctx.labels.get(key, f"PG {key}" if source == "torch" else f"FR group {key}"),
-                            "source": source, "seq": s, "detectors": detectors, "ranks_seen": tuple(g.seen),
-                            "group_size": g.size, "key": key}
+    base: dict[str, Any] = {
+        "group": ctx.labels.get(key, f"PG {key}" if source == "torch" else f"FR group {key}"),
+        "source": source,
+        "seq": s,
+        "detectors": detectors,
+        "ranks_seen": tuple(g.seen),
+        "group_size": g.size,
+        "key": key,
+    }
     ops = [v for r, v in g.col("op").items() if g.col("timed_out_seq").get(r) == s]
     ops += [sig[0] for sig in _signatures(g, s).values()] if s is not None and source == "flight" else []
     base["op"] = majority(ops) or next(iter(ops), None)
@@ -168,7 +202,9 @@ def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangV
     missing = _missing(g, conf)
     base["evidence"] = g.evidence(culprits, detectors) + _extra_evidence(klass, culprits, ctx)
     base["hosts"] = ctx.net_hosts if klass == "b" else ()
-    return HangVerdict(klass=klass, culprits=culprits, confidence=conf, reason=reason, missing=missing, **base)
+    return HangVerdict(
+        klass=klass, culprits=culprits, confidence=conf, reason=reason, missing=missing, **base
+    )
 
 
 def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[int, ...], str, str]:
@@ -179,12 +215,23 @@ def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[i
     g.entered = {r for r in seen if T.get(r) == s or E.get(r, -1) >= s}
     sig = _signatures(g, s)
     if len(set(sig.values())) > 1:
-        return "c", minority_ranks(sig), "high" if len(sig) == len(seen) else "medium", \
-            f"ranks report different op/size at sequence {s}"
+        return (
+            "c",
+            minority_ranks(sig),
+            "high" if len(sig) == len(seen) else "medium",
+            f"ranks report different op/size at sequence {s}",
+        )
     mism = tuple(sorted(r for r in g.ctx.size_mismatch if g.size is None or r < g.size))
     if mism:
-        return "c", mism, "medium", ("the backend aborted on a received size different from the rank's own: its "
-                                     "tensor differs from its peers' (or, less likely, its ring neighbour's does)")
+        return (
+            "c",
+            mism,
+            "medium",
+            (
+                "the backend aborted on a received size different from the rank's own: its "
+                "tensor differs from its peers' (or, less likely, its ring neighbour's does)"
+            ),
+        )
     if len(set(T.values())) > 1:
         conf = "low" if g.key == "?" else "medium"
         why = "watchdog lines do not name their process group" if g.key == "?" else "same process group"
@@ -192,7 +239,12 @@ def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[i
     never = tuple(sorted(r for r, e in E.items() if e < s and r not in detectors))
     died = tuple(sorted(r for r in g.ctx.died if r not in detectors and (r in never or r not in seen)))
     if died:
-        return "d", died, "medium", "it died (its log ends with a crash, or the launcher saw it killed) while the others wait"
+        return (
+            "d",
+            died,
+            "medium",
+            "it died (its log ends with a crash, or the launcher saw it killed) while the others wait",
+        )
     if not T and E and len(E) == len(seen) and max(E.values()) < s:
         # Nobody enqueued the next work: what lags in `completed` on one rank is bookkeeping (the
         # watchdog updates it lazily), not a stuck collective.
@@ -207,42 +259,68 @@ def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:
     if _complete(g):
         return "b", (), "high", f"all {len(g.entered)} ranks entered #{s} and none completed it"
     if g.ctx.net_warnings or heartbeat:
-        why = "NCCL network warnings" if g.ctx.net_warnings else "the watchdog itself is stuck in a CUDA/NCCL call"
+        why = (
+            "NCCL network warnings"
+            if g.ctx.net_warnings
+            else "the watchdog itself is stuck in a CUDA/NCCL call"
+        )
         return "b", (), "medium", f"every rank that reported entered #{s}; {why}"
     if g.size:
         unseen = tuple(sorted(set(range(g.size)) - g.entered))
         if unseen and len(unseen) <= max(1, g.size // 4):
-            return "a", unseen, "low", "every rank that reported entered it; the silent ranks are the suspects"
-    return "undetermined", (), "low", f"every rank that reported entered #{s}; the others are not in the evidence"
+            return (
+                "a",
+                unseen,
+                "low",
+                "every rank that reported entered it; the silent ranks are the suspects",
+            )
+    return (
+        "undetermined",
+        (),
+        "low",
+        f"every rank that reported entered #{s}; the others are not in the evidence",
+    )
 
 
 def _complete(g: _Group) -> bool:
     """Every rank of the group is in the evidence with its progress (not only `observed a signal`)."""
-    known = {r for r in g.seen if g.col("timed_out_seq").get(r) is not None or g.col("enqueued").get(r) is not None}
+    known = {
+        r for r in g.seen if g.col("timed_out_seq").get(r) is not None or g.col("enqueued").get(r) is not None
+    }
     return g.size is not None and len(known) >= g.size
 
 
 def _signatures(g: _Group, s: int) -> dict[int, Any]:
-    sig: dict[int, tuple[Any, ...]] = {r["rank"]: (r["op"], r["numel_in"], r["numel_out"])
-           for r in g.recs if r["timed_out_seq"] == s and r["op"] is not None}
+    sig: dict[int, tuple[Any, ...]] = {
+        r["rank"]: (r["op"], r["numel_in"], r["numel_out"])
+        for r in g.recs
+        if r["timed_out_seq"] == s and r["op"] is not None
+    }
     fo = g.ctx.flight_ops
     if g.source == "flight" and fo is not None and not fo.is_empty():
         at = fo.filter((pl.col("group") == g.key) & (pl.col("seq") == s))
-        sig = {r["rank"]: (r["op"], r["numel_in"], r["numel_out"], r["dtype"]) for r in at.iter_rows(named=True)}
+        sig = {
+            r["rank"]: (r["op"], r["numel_in"], r["numel_out"], r["dtype"]) for r in at.iter_rows(named=True)
+        }
     return sig
 
 
 def _missing(g: _Group, conf: str) -> tuple[str, ...]:
     out: list[str] = []
     if g.size is None:
-        out.append(f"group size unknown (at least {max(g.seen) + 1} ranks): progress lines from ranks "
-                   f"{fmt_ranks(g.seen)} only")
+        out.append(
+            f"group size unknown (at least {max(g.seen) + 1} ranks): progress lines from ranks "
+            f"{fmt_ranks(g.seen)} only"
+        )
     elif len(g.seen) < g.size:
         unseen = sorted(set(range(g.size)) - set(g.seen))
         out.append(f"no progress from {len(unseen)} of {g.size} ranks ({fmt_ranks(unseen)})")
     if g.source == "torch" and not g.col("enqueued"):
-        out.append("only watchdog lines: last enqueued/completed work not printed (torch >= 2.3 prints them)"
-                   if g.col("timed_out_seq") else "only dump-signal lines: no rank printed its own progress")
+        out.append(
+            "only watchdog lines: last enqueued/completed work not printed (torch >= 2.3 prints them)"
+            if g.col("timed_out_seq")
+            else "only dump-signal lines: no rank printed its own progress"
+        )
     if g.source == "flight" and not g.ctx.labels.get("_logs"):
         out.append("only Flight Recorder dumps: no log lines (WARNs, crashes) to explain the stuck ranks")
     for r, e in sorted(g.ctx.mid_line.items()):

@@ -48,10 +48,16 @@ _COMM = ["comm_id", "cnranks"]
 def _inits(logs: LogFrames) -> pl.LazyFrame:
     """Per (host, pid, comm_ptr): commId, rank and size from the Init lines; `_cid` numbers the
     commIds (1, 2, …; 0 for none) so that big frames can group by an integer."""
-    ini = (logs.inits.lazy().filter(pl.col("comm_ptr").is_not_null() & pl.col("rank").is_not_null())
-            .group_by("host", "pid", "comm_ptr")
-            .agg(pl.col("comm_id").drop_nulls().first(), pl.col("rank").first().alias("_crank"),
-                 pl.col("nranks").drop_nulls().first().alias("_cn")))
+    ini = (
+        logs.inits.lazy()
+        .filter(pl.col("comm_ptr").is_not_null() & pl.col("rank").is_not_null())
+        .group_by("host", "pid", "comm_ptr")
+        .agg(
+            pl.col("comm_id").drop_nulls().first(),
+            pl.col("rank").first().alias("_crank"),
+            pl.col("nranks").drop_nulls().first().alias("_cn"),
+        )
+    )
     return ini.with_columns(pl.col("comm_id").rank("dense").fill_null(0).alias("_cid"))
 
 
@@ -61,8 +67,9 @@ def _resolve(pre: pl.LazyFrame, logs: LogFrames, *, numbered: bool = False) -> p
     ini = _inits(logs) if numbered else _inits(logs).drop("_cid")
     c = pre.join(ini, on=["host", "pid", "comm_ptr"], how="left")
     c = c.with_columns(pl.col("_cid").fill_null(0)) if numbered else c
-    return c.with_columns(pl.coalesce("_crank", "rank_hint").alias("crank"),
-                          pl.coalesce("_cn", "nranks").alias("cnranks")).filter(pl.col("crank").is_not_null())
+    return c.with_columns(
+        pl.coalesce("_crank", "rank_hint").alias("crank"), pl.coalesce("_cn", "nranks").alias("cnranks")
+    ).filter(pl.col("crank").is_not_null())
 
 
 def _comm_key() -> pl.Expr:
@@ -77,13 +84,19 @@ def coll_progress(logs: LogFrames) -> pl.DataFrame:
     if procs.is_empty():
         return S.empty(COLL_PROGRESS)
     best = pl.col("max_op_count").max()
-    first = [pl.col(c).filter(pl.col("max_op_count") == best).first() for c in ("op", "count", "datatype", "path", "line",
-                                                                               "text")]
-    out = (_resolve(procs.lazy().sort("path", "line"), logs).group_by(*_COMM, "crank")
-           .agg(best.alias("last_op_count"), *first, pl.col("n_coll").sum())
-           .rename({"op": "last_op", "count": "last_count", "datatype": "last_datatype"})
-           .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
-           .sort("comm", "rank").collect())
+    first = [
+        pl.col(c).filter(pl.col("max_op_count") == best).first()
+        for c in ("op", "count", "datatype", "path", "line", "text")
+    ]
+    out = (
+        _resolve(procs.lazy().sort("path", "line"), logs)
+        .group_by(*_COMM, "crank")
+        .agg(best.alias("last_op_count"), *first, pl.col("n_coll").sum())
+        .rename({"op": "last_op", "count": "last_count", "datatype": "last_datatype"})
+        .with_columns(_comm_key(), pl.col("cnranks").alias("nranks"), pl.col("crank").alias("rank"))
+        .sort("comm", "rank")
+        .collect()
+    )
     return S.conform(out, COLL_PROGRESS)
 
 
@@ -95,8 +108,14 @@ def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
         return S.empty(MISMATCHES)
     # Ranks printing the same set of pairs agree with each other: each set is looked at once per communicator.
     keyed = _resolve(procs.lazy(), logs, numbered=True).select("_cid", "cnranks", "seq").unique()
-    bad = (keyed.join(logs.coll.seqs.lazy(), on="seq").group_by("_cid", "cnranks", "op_count")
-           .agg(pl.col("sig").n_unique().alias("_n")).filter(pl.col("_n") > 1).head(1).collect())
+    bad = (
+        keyed.join(logs.coll.seqs.lazy(), on="seq")
+        .group_by("_cid", "cnranks", "op_count")
+        .agg(pl.col("sig").n_unique().alias("_n"))
+        .filter(pl.col("_n") > 1)
+        .head(1)
+        .collect()
+    )
     if bad.is_empty():  # the usual case: no line is read again
         return S.empty(MISMATCHES)
     return _mismatches_in(logs.collectives, logs)
@@ -105,16 +124,34 @@ def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
 def _mismatches_in(coll: pl.DataFrame, logs: LogFrames) -> pl.DataFrame:
     """MISMATCHES from the full COLLECTIVES frame (every line with its communicator and rank)."""
     sig_cols = ["op", "count", "datatype"]
-    rows = (coll.lazy().with_row_index("_i").filter(pl.col("op_count").is_not_null() & ~pl.col("op").is_in(["Send", "Recv"]))
-            .with_columns(pl.struct(sig_cols).rank("dense").alias("_sig")))
+    rows = (
+        coll.lazy()
+        .with_row_index("_i")
+        .filter(pl.col("op_count").is_not_null() & ~pl.col("op").is_in(["Send", "Recv"]))
+        .with_columns(pl.struct(sig_cols).rank("dense").alias("_sig"))
+    )
     keys = ["_cid", "cnranks", "op_count"]
     rows = _resolve(rows, logs, numbered=True)
-    bad = (rows.group_by(keys).agg((pl.col("_sig").min() != pl.col("_sig").max()).alias("_bad"))
-           .filter(pl.col("_bad")).select(keys))
+    bad = (
+        rows.group_by(keys)
+        .agg((pl.col("_sig").min() != pl.col("_sig").max()).alias("_bad"))
+        .filter(pl.col("_bad"))
+        .select(keys)
+    )
     hit = rows.join(bad, on=keys, how="semi").collect()
     sig = pl.format("{} count {} datatype {}", *sig_cols).alias("sig")
-    g = (hit.with_columns(sig).sort("line", "_i").group_by(keys, maintain_order=True)
-         .agg(pl.col("crank").alias("ranks"), pl.col("sig").alias("sigs"), pl.col("path").first(),
-              pl.col("line").first(), pl.col("text").first(), pl.col("comm_id").first())
-         .with_columns(_comm_key()))
+    g = (
+        hit.with_columns(sig)
+        .sort("line", "_i")
+        .group_by(keys, maintain_order=True)
+        .agg(
+            pl.col("crank").alias("ranks"),
+            pl.col("sig").alias("sigs"),
+            pl.col("path").first(),
+            pl.col("line").first(),
+            pl.col("text").first(),
+            pl.col("comm_id").first(),
+        )
+        .with_columns(_comm_key())
+    )
     return S.conform(g, MISMATCHES).sort("comm", "op_count")

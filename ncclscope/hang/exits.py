@@ -34,23 +34,51 @@ from ncclscope.records import Evidence
 # Signals that stop a job from outside (torchrun stopping the survivors, Slurm, Ctrl-C): never a culprit.
 STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 STOP_CODES = frozenset({128 + 15, 128 + 2, 128 + 1})  # a SIGTERM/SIGINT/SIGHUP handler's exit status
-WAITER_KINDS = ("gloo_timeout", "gloo_peer_lost", "watchdog_timeout", "pg_status", "dump_signal", "dump_observed")
+WAITER_KINDS = (
+    "gloo_timeout",
+    "gloo_peer_lost",
+    "watchdog_timeout",
+    "pg_status",
+    "dump_signal",
+    "dump_observed",
+)
 _FILE_RANK = r"(?i)(?:^|[^a-z])rank[_\-.]?(\d+)(?:\.[a-z]+)*$"
 
-EXITS = {"rank": pl.Int64, "exit_code": pl.Int64, "signal": pl.Utf8, "pid": pl.Int64, "root_cause": pl.Boolean,
-         "stopped_by_launcher": pl.Boolean, "path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8}
+EXITS = {
+    "rank": pl.Int64,
+    "exit_code": pl.Int64,
+    "signal": pl.Utf8,
+    "pid": pl.Int64,
+    "root_cause": pl.Boolean,
+    "stopped_by_launcher": pl.Boolean,
+    "path": pl.Utf8,
+    "line": pl.Int64,
+    "text": pl.Utf8,
+}
 
 
 def file_ranks(logs: LogFrames) -> pl.DataFrame:
     """(path, frank): the rank a whole file belongs to, when it holds one rank's output."""
     cols = ["path", "rank_hint"]
-    hinted = pl.concat([logs.unknown.select(cols), logs.torch.select(cols), logs.warnings.select(cols),
-                        logs.streams.select(cols)], how="vertical_relaxed").filter(pl.col("rank_hint").is_not_null())
-    solo = (hinted.group_by("path").agg(pl.col("rank_hint").unique().alias("_r"))
-            .filter(pl.col("_r").list.len() == 1).select("path", pl.col("_r").list.first().alias("frank")))
+    hinted = pl.concat(
+        [
+            logs.unknown.select(cols),
+            logs.torch.select(cols),
+            logs.warnings.select(cols),
+            logs.streams.select(cols),
+        ],
+        how="vertical_relaxed",
+    ).filter(pl.col("rank_hint").is_not_null())
+    solo = (
+        hinted.group_by("path")
+        .agg(pl.col("rank_hint").unique().alias("_r"))
+        .filter(pl.col("_r").list.len() == 1)
+        .select("path", pl.col("_r").list.first().alias("frank"))
+    )
     paths = pl.DataFrame({"path": [i.path for i in logs.inputs]}, schema={"path": pl.Utf8})
-    named = paths.with_columns(pl.col("path").str.split("/").list.last().str.extract(_FILE_RANK, 1)
-                               .cast(pl.Int64).alias("_n"))
+    named = paths.with_columns(
+        pl.col("path").str.split("/").list.last().str.extract(_FILE_RANK, 1).cast(pl.Int64).alias("_n")
+    )
     multi = hinted.group_by("path").agg(pl.col("rank_hint").n_unique().alias("_k")).filter(pl.col("_k") > 1)
     named = named.join(multi, on="path", how="anti").filter(pl.col("_n").is_not_null())
     out = named.join(solo, on="path", how="left").select("path", pl.coalesce("frank", "_n").alias("frank"))
@@ -59,8 +87,11 @@ def file_ranks(logs: LogFrames) -> pl.DataFrame:
 
 def with_file_rank(torch: pl.DataFrame, franks: pl.DataFrame) -> pl.DataFrame:
     """`grank` filled from the file's rank where the line itself names none."""
-    return torch.join(franks, on="path", how="left").with_columns(
-        pl.coalesce("grank", "frank").alias("grank")).drop("frank")
+    return (
+        torch.join(franks, on="path", how="left")
+        .with_columns(pl.coalesce("grank", "frank").alias("grank"))
+        .drop("frank")
+    )
 
 
 def launcher_exits(torch: pl.DataFrame) -> pl.DataFrame:
@@ -70,30 +101,55 @@ def launcher_exits(torch: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=EXITS)
     # Each `exitcode` line belongs to the record whose `rank : R` line came last before it (<= 4 lines up).
     is_rank = pl.col("detail").str.starts_with("rank ")
-    t = t.with_columns(pl.col("detail").str.extract(r"^section (\w+)", 1).forward_fill().over("path").alias("_sec"),
-                       pl.when(is_rank).then(pl.col("rank")).forward_fill().over("path").alias("_rank"),
-                       pl.when(is_rank).then(pl.col("line")).forward_fill().over("path").alias("_rline"))
-    exits = t.filter(pl.col("detail").str.starts_with("exitcode ") & ((pl.col("line") - pl.col("_rline")) <= 4)).select(
-        "path", "line", "text", "_sec", "_rank",
+    t = t.with_columns(
+        pl.col("detail").str.extract(r"^section (\w+)", 1).forward_fill().over("path").alias("_sec"),
+        pl.when(is_rank).then(pl.col("rank")).forward_fill().over("path").alias("_rank"),
+        pl.when(is_rank).then(pl.col("line")).forward_fill().over("path").alias("_rline"),
+    )
+    exits = t.filter(
+        pl.col("detail").str.starts_with("exitcode ") & ((pl.col("line") - pl.col("_rline")) <= 4)
+    ).select(
+        "path",
+        "line",
+        "text",
+        "_sec",
+        "_rank",
         pl.col("detail").str.extract(r"exitcode (-?\d+)", 1).cast(pl.Int64).alias("exit_code"),
         pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64).alias("pid"),
-        pl.col("detail").str.extract(r"signal (SIG\w+)", 1).alias("signal"))
+        pl.col("detail").str.extract(r"signal (SIG\w+)", 1).alias("signal"),
+    )
     if exits.is_empty():
         return pl.DataFrame(schema=EXITS)
     sent = t.filter(pl.col("detail").str.starts_with("sent ")).select(
         pl.col("detail").str.extract(r"^sent (SIG\w+)", 1).alias("_sent"),
-        pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64).alias("pid"))
+        pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64).alias("pid"),
+    )
     exits = exits.join(sent.unique("pid"), on="pid", how="left")
-    out = exits.with_columns(pl.col("_rank").alias("rank"), (pl.col("_sec") == "root_cause").alias("root_cause"),
-                             (pl.col("_sent").is_not_null() | pl.col("signal").is_in(list(STOP_SIGNALS)).fill_null(False)
-                              | pl.col("exit_code").is_in(list(STOP_CODES)).fill_null(False)).alias("stopped_by_launcher"))
+    out = exits.with_columns(
+        pl.col("_rank").alias("rank"),
+        (pl.col("_sec") == "root_cause").alias("root_cause"),
+        (
+            pl.col("_sent").is_not_null()
+            | pl.col("signal").is_in(list(STOP_SIGNALS)).fill_null(False)
+            | pl.col("exit_code").is_in(list(STOP_CODES)).fill_null(False)
+        ).alias("stopped_by_launcher"),
+    )
     return out.unique("rank", keep="first", maintain_order=True).select(list(EXITS)).cast(EXITS)  # type: ignore[arg-type]
 
 
 def gloo_facts(torch: pl.DataFrame) -> pl.DataFrame:
     """gloo timeouts, lost peers and size mismatches, one row per line, with the rank that printed it."""
     return torch.filter(pl.col("kind").str.starts_with("gloo_")).select(
-        "kind", pl.col("grank").alias("rank"), "detail", "numel_in", "numel_out", "timeout_ms", "path", "line", "text")
+        "kind",
+        pl.col("grank").alias("rank"),
+        "detail",
+        "numel_in",
+        "numel_out",
+        "timeout_ms",
+        "path",
+        "line",
+        "text",
+    )
 
 
 def waiting_ranks(torch: pl.DataFrame) -> set[int]:
@@ -110,8 +166,13 @@ def died_ranks(exits: pl.DataFrame, waiters: set[int], logged: set[int]) -> dict
     whose own log is in the input (`logged`). When signal deaths are more than half of the failures
     the launcher reported, only ranks whose logs are present count (without logs a job-wide abort
     after a timeout looks the same)."""
-    rows = [r for r in exits.filter(~pl.col("stopped_by_launcher") & pl.col("rank").is_not_null()).iter_rows(named=True)
-            if int(r["rank"]) not in waiters]
+    rows = [
+        r
+        for r in exits.filter(~pl.col("stopped_by_launcher") & pl.col("rank").is_not_null()).iter_rows(
+            named=True
+        )
+        if int(r["rank"]) not in waiters
+    ]
     signalled = [r for r in rows if r["exit_code"] is not None and r["exit_code"] < 0]
     many = len(signalled) > max(1, exits.height // 2)
     out: dict[int, Evidence] = {}
@@ -120,14 +181,19 @@ def died_ranks(exits: pl.DataFrame, waiters: set[int], logged: set[int]) -> dict
         if code is None or code == 0 or ((code > 0 or many) and rank not in logged):
             continue
         why = f"exit code {code}" + (f" ({r['signal']})" if r["signal"] else "")
-        out[rank] = ev(r["path"], r["line"], f"torchrun: rank {rank} failed with {why}: {str(r['text']).strip()}")
+        out[rank] = ev(
+            r["path"], r["line"], f"torchrun: rank {rank} failed with {why}: {str(r['text']).strip()}"
+        )
     return out
 
 
 def size_mismatches(gloo: pl.DataFrame) -> dict[int, Evidence]:
     """Ranks on which gloo found a received size different from what their own tensor called for."""
     m = gloo.filter((pl.col("kind") == "gloo_size_mismatch") & pl.col("rank").is_not_null())
-    return {int(r["rank"]): ev(r["path"], r["line"], r["text"]) for r in m.unique("rank", keep="first").iter_rows(named=True)}
+    return {
+        int(r["rank"]): ev(r["path"], r["line"], r["text"])
+        for r in m.unique("rank", keep="first").iter_rows(named=True)
+    }
 
 
 _NO_SEQ = "no Flight Recorder dump and no sequence number in the backend's errors: which collective is stuck is unknown"
@@ -145,34 +211,71 @@ def gloo_verdict(ctx: Ctx, gloo: pl.DataFrame, known: set[int]) -> HangVerdict |
     seen = gloo.unique("rank", keep="first", maintain_order=True).head(6)
     evidence = tuple(ev(r["path"], r["line"], r["text"]) for r in seen.iter_rows(named=True))
 
-    def verdict(klass: str, culprits: tuple[int, ...], conf: str, reason: str, first: tuple[Evidence, ...] = ()) -> HangVerdict:
-        return HangVerdict(klass=klass, group="the job's process group (backend errors, no Flight Recorder dump)",
-                           source="gloo", key="gloo", culprits=culprits, confidence=conf, reason=reason,
-                           ranks_seen=tuple(sorted(known)), group_size=len(known) or None, evidence=first + evidence,
-                           missing=(_NO_SEQ,))
+    def verdict(
+        klass: str, culprits: tuple[int, ...], conf: str, reason: str, first: tuple[Evidence, ...] = ()
+    ) -> HangVerdict:
+        return HangVerdict(
+            klass=klass,
+            group="the job's process group (backend errors, no Flight Recorder dump)",
+            source="gloo",
+            key="gloo",
+            culprits=culprits,
+            confidence=conf,
+            reason=reason,
+            ranks_seen=tuple(sorted(known)),
+            group_size=len(known) or None,
+            evidence=first + evidence,
+            missing=(_NO_SEQ,),
+        )
 
     if ctx.size_mismatch:
-        return verdict("c", tuple(sorted(ctx.size_mismatch)), "medium",
-                       "the backend aborted on a received size different from the rank's own",
-                       tuple(ctx.size_mismatch.values()))
+        return verdict(
+            "c",
+            tuple(sorted(ctx.size_mismatch)),
+            "medium",
+            "the backend aborted on a received size different from the rank's own",
+            tuple(ctx.size_mismatch.values()),
+        )
     if ctx.died:
-        return verdict("d", tuple(sorted(ctx.died)), "medium", "the launcher saw it die while the others waited",
-                       tuple(ctx.died.values()))
+        return verdict(
+            "d",
+            tuple(sorted(ctx.died)),
+            "medium",
+            "the launcher saw it die while the others waited",
+            tuple(ctx.died.values()),
+        )
     suspects = tuple(sorted(known - ctx.waiters))
     if waiters and suspects and len(suspects) <= max(1, len(known) // 4):
-        return verdict("a", suspects, "low", f"ranks {fmt_ranks(waiters)} timed out waiting for a peer; these did not")
-    return verdict("undetermined", (), "low", f"ranks {fmt_ranks(waiters)} timed out waiting; the others are not in the evidence")
+        return verdict(
+            "a", suspects, "low", f"ranks {fmt_ranks(waiters)} timed out waiting for a peer; these did not"
+        )
+    return verdict(
+        "undetermined",
+        (),
+        "low",
+        f"ranks {fmt_ranks(waiters)} timed out waiting; the others are not in the evidence",
+    )
 
 
 # --- per (file, rank): where each rank's log ends ---------------------------------------------
 
-_CRASH = (r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
-          r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable")
+_CRASH = (
+    r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
+    r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable"
+)
 
 
-_ENDS: S.Schema = {"path": pl.Utf8, "rank": pl.Int64, "last_line": pl.Int64, "last_ts_us": pl.Float64,
-                   "last_text": pl.Utf8, "crashed": pl.Boolean, "mid_line": pl.Boolean, "crash_line": pl.Int64,
-                   "crash_text": pl.Utf8}
+_ENDS: S.Schema = {
+    "path": pl.Utf8,
+    "rank": pl.Int64,
+    "last_line": pl.Int64,
+    "last_ts_us": pl.Float64,
+    "last_text": pl.Utf8,
+    "crashed": pl.Boolean,
+    "mid_line": pl.Boolean,
+    "crash_line": pl.Int64,
+    "crash_text": pl.Utf8,
+}
 
 
 def rank_ends(logs: LogFrames, franks: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -181,23 +284,41 @@ def rank_ends(logs: LogFrames, franks: pl.DataFrame | None = None) -> pl.DataFra
     st = logs.streams
     if st.is_empty():
         return S.empty(_ENDS)
-    ranks = logs.inits.filter(pl.col("rank").is_not_null()).group_by("host", "pid").agg(pl.col("rank").min().alias("_r"))
-    st = st.join(ranks, on=["host", "pid"], how="left").with_columns(pl.coalesce("rank_hint", "_r").alias("rank"))
+    ranks = (
+        logs.inits.filter(pl.col("rank").is_not_null())
+        .group_by("host", "pid")
+        .agg(pl.col("rank").min().alias("_r"))
+    )
+    st = st.join(ranks, on=["host", "pid"], how="left").with_columns(
+        pl.coalesce("rank_hint", "_r").alias("rank")
+    )
     cols = ["path", "rank", "last_line", "last_ts_us", "last_text"]
     st = st.filter(pl.col("rank").is_not_null()).select(cols)
     if franks is not None and not franks.is_empty():
-        pool = pl.concat([f.select("path", "line", "text", "ts_us") for f in (logs.unknown, logs.torch, logs.warnings)],
-                         how="vertical_relaxed").join(franks, on="path", how="inner")
-        whole = pool.sort("line").group_by("path", "frank").agg(
-            pl.col("line").max().alias("last_line"), pl.col("ts_us").drop_nulls().max().alias("last_ts_us"),
-            pl.col("text").last().alias("last_text")).rename({"frank": "rank"})
+        pool = pl.concat(
+            [f.select("path", "line", "text", "ts_us") for f in (logs.unknown, logs.torch, logs.warnings)],
+            how="vertical_relaxed",
+        ).join(franks, on="path", how="inner")
+        whole = (
+            pool.sort("line")
+            .group_by("path", "frank")
+            .agg(
+                pl.col("line").max().alias("last_line"),
+                pl.col("ts_us").drop_nulls().max().alias("last_ts_us"),
+                pl.col("text").last().alias("last_text"),
+            )
+            .rename({"frank": "rank"})
+        )
         st = pl.concat([st, whole.select(cols)], how="vertical_relaxed")
     per = st.group_by("path", "rank").agg(
-        pl.col("last_line").max(), pl.col("last_ts_us").max(), pl.col("last_text").sort_by("last_line").last())
+        pl.col("last_line").max(), pl.col("last_ts_us").max(), pl.col("last_text").sort_by("last_line").last()
+    )
     per = per.join(_crash_lines(logs, per), on=["path", "rank"], how="left")
     mids = {p: _ends_mid_line(p) for p in per["path"].unique().to_list()}
-    per = per.with_columns(pl.col("crash_line").is_not_null().alias("crashed"),
-                           pl.col("path").replace_strict(mids, default=False, return_dtype=pl.Boolean).alias("mid_line"))
+    per = per.with_columns(
+        pl.col("crash_line").is_not_null().alias("crashed"),
+        pl.col("path").replace_strict(mids, default=False, return_dtype=pl.Boolean).alias("mid_line"),
+    )
     return S.conform(per, _ENDS)
 
 
@@ -209,9 +330,17 @@ def _crash_lines(logs: LogFrames, per: pl.DataFrame) -> pl.DataFrame:
     hits = pool.filter(pl.col("text").str.contains(_CRASH))
     solo = per.group_by("path").agg(pl.col("rank").unique()).filter(pl.col("rank").list.len() == 1)
     solo = solo.select("path", pl.col("rank").list.first().alias("_solo"))
-    hits = hits.join(solo, on="path", how="left").with_columns(pl.coalesce("rank_hint", "_solo").alias("rank"))
-    return (hits.filter(pl.col("rank").is_not_null()).group_by("path", "rank")
-            .agg(pl.col("line").max().alias("crash_line"), pl.col("text").sort_by("line").last().alias("crash_text")))
+    hits = hits.join(solo, on="path", how="left").with_columns(
+        pl.coalesce("rank_hint", "_solo").alias("rank")
+    )
+    return (
+        hits.filter(pl.col("rank").is_not_null())
+        .group_by("path", "rank")
+        .agg(
+            pl.col("line").max().alias("crash_line"),
+            pl.col("text").sort_by("line").last().alias("crash_text"),
+        )
+    )
 
 
 def _ends_mid_line(path: str) -> bool:

@@ -15,8 +15,19 @@ from ncclscope.frames import LogFrames
 from ncclscope.hang.coll import COLL_PROGRESS, coll_mismatches, coll_progress
 from ncclscope.parse.flight.read import FlightFrames
 
-__all__ = ["COLL_PROGRESS", "PROGRESS", "RANK_FACTS", "coll_mismatches", "coll_progress", "flight_ops", "flight_progress",
-           "rank_facts", "torch_progress", "torch_rows", "untracked_groups"]
+__all__ = [
+    "COLL_PROGRESS",
+    "PROGRESS",
+    "RANK_FACTS",
+    "coll_mismatches",
+    "coll_progress",
+    "flight_ops",
+    "flight_progress",
+    "rank_facts",
+    "torch_progress",
+    "torch_rows",
+    "untracked_groups",
+]
 
 PROGRESS: S.Schema = {
     "source": pl.Utf8,  # torch | flight
@@ -38,7 +49,13 @@ PROGRESS: S.Schema = {
 }
 
 # How much a row tells about progress, to pick each rank's evidence line (lower is better).
-_EVIDENCE_RANK = {"pg_status": 0, "dump_signal": 1, "watchdog_timeout": 2, "heartbeat_stuck": 3, "dump_observed": 4}
+_EVIDENCE_RANK = {
+    "pg_status": 0,
+    "dump_signal": 1,
+    "watchdog_timeout": 2,
+    "heartbeat_stuck": 3,
+    "dump_observed": 4,
+}
 _PROGRESS_KINDS = list(_EVIDENCE_RANK)
 
 
@@ -47,11 +64,24 @@ def _join_wrapped(torch: pl.DataFrame) -> pl.DataFrame:
     tails = torch.filter(pl.col("detail") == "wrapped_tail")
     if tails.is_empty():
         return torch
-    fields = ["seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_for_ms", "last_enqueued",
-              "last_completed", "last_started"]
-    t = tails.select("path", (pl.col("line") - 1).alias("line"), "kind", *[pl.col(f).alias(f"_t_{f}") for f in fields])
+    fields = [
+        "seq",
+        "op_type",
+        "numel_in",
+        "numel_out",
+        "timeout_ms",
+        "ran_for_ms",
+        "last_enqueued",
+        "last_completed",
+        "last_started",
+    ]
+    t = tails.select(
+        "path", (pl.col("line") - 1).alias("line"), "kind", *[pl.col(f).alias(f"_t_{f}") for f in fields]
+    )
     heads = torch.filter(pl.col("detail") != "wrapped_tail").join(t, on=["path", "line", "kind"], how="left")
-    return heads.with_columns([pl.coalesce(f, f"_t_{f}").alias(f) for f in fields]).drop([f"_t_{f}" for f in fields])
+    return heads.with_columns([pl.coalesce(f, f"_t_{f}").alias(f) for f in fields]).drop(
+        [f"_t_{f}" for f in fields]
+    )
 
 
 def torch_rows(logs: LogFrames) -> pl.DataFrame:
@@ -63,15 +93,27 @@ def torch_rows(logs: LogFrames) -> pl.DataFrame:
 def _pg_of_seq(t: pl.DataFrame) -> pl.DataFrame:
     # WorkNCCL lines do not name their process group; the PG status line for the same rank and
     # SeqNum does, so the watchdog line inherits it.
-    named = (t.filter(pl.col("pg_id").is_not_null() & pl.col("seq").is_not_null())
-             .group_by("grank", "seq").agg(pl.col("pg_id").first().alias("_pg")))
+    named = (
+        t.filter(pl.col("pg_id").is_not_null() & pl.col("seq").is_not_null())
+        .group_by("grank", "seq")
+        .agg(pl.col("pg_id").first().alias("_pg"))
+    )
     t = t.join(named, on=["grank", "seq"], how="left")
     t = t.with_columns(pl.coalesce("pg_id", "_pg").alias("group")).drop("_pg")
     # Other ranks' WorkNCCL lines: the group some rank named for that SeqNum, else the only group named.
-    by_seq = t.filter(pl.col("group").is_not_null() & pl.col("seq").is_not_null()).group_by("seq").agg(
-        pl.col("group").unique().alias("_gs"))
-    by_seq = by_seq.filter(pl.col("_gs").list.len() == 1).select("seq", pl.col("_gs").list.first().alias("_g"))
-    t = t.join(by_seq, on="seq", how="left").with_columns(pl.coalesce("group", "_g").alias("group")).drop("_g")
+    by_seq = (
+        t.filter(pl.col("group").is_not_null() & pl.col("seq").is_not_null())
+        .group_by("seq")
+        .agg(pl.col("group").unique().alias("_gs"))
+    )
+    by_seq = by_seq.filter(pl.col("_gs").list.len() == 1).select(
+        "seq", pl.col("_gs").list.first().alias("_g")
+    )
+    t = (
+        t.join(by_seq, on="seq", how="left")
+        .with_columns(pl.coalesce("group", "_g").alias("group"))
+        .drop("_g")
+    )
     groups = t["group"].drop_nulls().unique()
     only = groups[0] if groups.len() == 1 else "?"
     return t.with_columns(pl.col("group").fill_null(only))
@@ -86,18 +128,26 @@ def torch_progress(logs: LogFrames) -> pl.DataFrame:
     timeout = pl.col("kind").is_in(["watchdog_timeout", "pg_status"])
     first_t = pl.col("seq").filter(timeout).min()
     at_t = (pl.col("seq") == first_t) & pl.col("op_type").is_not_null()
-    detects = (pl.col("kind") == "dump_signal") & pl.col("detail").is_in(["this_local_rank", "broadcast", "first_pg"])
-    out = t.sort("_prio", "line").group_by("group", "grank").agg(
-        first_t.alias("timed_out_seq"),
-        pl.col("op_type").filter(at_t).first().alias("op"),
-        pl.col("numel_in").filter(at_t).first().alias("numel_in"),
-        pl.col("numel_out").filter(at_t).first().alias("numel_out"),
-        pl.col("last_enqueued").max().alias("enqueued"),
-        pl.col("last_completed").max().alias("completed"),
-        detects.any().alias("detector"),
-        pl.col("from_rank").drop_nulls().first().alias("named_detector"),
-        (pl.col("kind") == "heartbeat_stuck").any().alias("heartbeat"),
-        pl.col("path").first(), pl.col("line").first(), pl.col("text").first(),
+    detects = (pl.col("kind") == "dump_signal") & pl.col("detail").is_in(
+        ["this_local_rank", "broadcast", "first_pg"]
+    )
+    out = (
+        t.sort("_prio", "line")
+        .group_by("group", "grank")
+        .agg(
+            first_t.alias("timed_out_seq"),
+            pl.col("op_type").filter(at_t).first().alias("op"),
+            pl.col("numel_in").filter(at_t).first().alias("numel_in"),
+            pl.col("numel_out").filter(at_t).first().alias("numel_out"),
+            pl.col("last_enqueued").max().alias("enqueued"),
+            pl.col("last_completed").max().alias("completed"),
+            detects.any().alias("detector"),
+            pl.col("from_rank").drop_nulls().first().alias("named_detector"),
+            (pl.col("kind") == "heartbeat_stuck").any().alias("heartbeat"),
+            pl.col("path").first(),
+            pl.col("line").first(),
+            pl.col("text").first(),
+        )
     )
     out = out.with_columns(pl.lit("torch").alias("source"), pl.col("grank").alias("rank"))
     return S.conform(out, PROGRESS)
@@ -110,11 +160,21 @@ def untracked_groups(flight: FlightFrames) -> set[str]:
     e = flight.entries
     if e.is_empty():
         return set()
-    g = e.filter(~pl.col("is_p2p")).group_by("pg_name").agg(
-        (pl.col("state").is_in(["started", "completed"]) | pl.col("time_started_ns").is_not_null()
-         | pl.col("time_completed_ns").is_not_null()).any().alias("_tracked"),
-        pl.col("retired").fill_null(False).any().alias("_retired"),
-        pl.col("profiling_name").str.starts_with("gloo:").all().alias("_gloo"))
+    g = (
+        e.filter(~pl.col("is_p2p"))
+        .group_by("pg_name")
+        .agg(
+            (
+                pl.col("state").is_in(["started", "completed"])
+                | pl.col("time_started_ns").is_not_null()
+                | pl.col("time_completed_ns").is_not_null()
+            )
+            .any()
+            .alias("_tracked"),
+            pl.col("retired").fill_null(False).any().alias("_retired"),
+            pl.col("profiling_name").str.starts_with("gloo:").all().alias("_gloo"),
+        )
+    )
     return set(g.filter(~pl.col("_tracked") & (pl.col("_retired") | pl.col("_gloo")))["pg_name"].to_list())
 
 
@@ -135,29 +195,66 @@ def flight_progress(flight: FlightFrames) -> pl.DataFrame:
         pl.col("path").first(),
     )
     if not st.is_empty():
-        per = per.join(st.join(names.drop("path"), on=["rank", "pg_id"], how="inner")
-                       .select("rank", "pg_name", "last_enqueued", "last_completed"), on=["rank", "pg_name"], how="left")
+        per = per.join(
+            st.join(names.drop("path"), on=["rank", "pg_id"], how="inner").select(
+                "rank", "pg_name", "last_enqueued", "last_completed"
+            ),
+            on=["rank", "pg_name"],
+            how="left",
+        )
     else:
-        per = per.with_columns(pl.lit(None, pl.Int64).alias("last_enqueued"), pl.lit(None, pl.Int64).alias("last_completed"))
+        per = per.with_columns(
+            pl.lit(None, pl.Int64).alias("last_enqueued"), pl.lit(None, pl.Int64).alias("last_completed")
+        )
     loose = pl.col("pg_name").is_in(list(untracked_groups(flight)))
     per = per.with_columns(
-        pl.when(loose).then(pl.col("_max_seq")).otherwise(pl.coalesce("last_enqueued", "_max_seq")).alias("enqueued"),
-        pl.when(loose).then(pl.col("_max_retired")).otherwise(pl.coalesce("last_completed", "_max_done")).alias("completed"))
-    return S.conform(per.with_columns(pl.lit("flight").alias("source"), pl.col("pg_name").alias("group"),
-                                      pl.lit(0, pl.Int64).alias("line"), pl.lit(False).alias("detector"),
-                                      pl.lit(False).alias("heartbeat")), PROGRESS)
+        pl.when(loose)
+        .then(pl.col("_max_seq"))
+        .otherwise(pl.coalesce("last_enqueued", "_max_seq"))
+        .alias("enqueued"),
+        pl.when(loose)
+        .then(pl.col("_max_retired"))
+        .otherwise(pl.coalesce("last_completed", "_max_done"))
+        .alias("completed"),
+    )
+    return S.conform(
+        per.with_columns(
+            pl.lit("flight").alias("source"),
+            pl.col("pg_name").alias("group"),
+            pl.lit(0, pl.Int64).alias("line"),
+            pl.lit(False).alias("detector"),
+            pl.lit(False).alias("heartbeat"),
+        ),
+        PROGRESS,
+    )
 
 
 def flight_ops(flight: FlightFrames) -> pl.DataFrame:
     """Per (group, rank, collective_seq_id): op, sizes and dtypes, for the desync check."""
     if flight.entries.is_empty():
-        return pl.DataFrame(schema={"group": pl.Utf8, "rank": pl.Int64, "seq": pl.Int64, "op": pl.Utf8,
-                                    "numel_in": pl.Int64, "numel_out": pl.Int64, "dtype": pl.Utf8, "state": pl.Utf8})
+        return pl.DataFrame(
+            schema={
+                "group": pl.Utf8,
+                "rank": pl.Int64,
+                "seq": pl.Int64,
+                "op": pl.Utf8,
+                "numel_in": pl.Int64,
+                "numel_out": pl.Int64,
+                "dtype": pl.Utf8,
+                "state": pl.Utf8,
+            }
+        )
     e = flight.entries
     return e.filter(~pl.col("is_p2p") & (pl.col("op") != "coalesced")).select(
-        pl.col("pg_name").alias("group"), "rank", pl.col("collective_seq_id").alias("seq"), "op",
-        pl.col("input_numel").alias("numel_in"), pl.col("output_numel").alias("numel_out"),
-        pl.col("input_dtypes").alias("dtype"), "state")
+        pl.col("pg_name").alias("group"),
+        "rank",
+        pl.col("collective_seq_id").alias("seq"),
+        "op",
+        pl.col("input_numel").alias("numel_in"),
+        pl.col("output_numel").alias("numel_out"),
+        pl.col("input_dtypes").alias("dtype"),
+        "state",
+    )
 
 
 RANK_FACTS: S.Schema = {
@@ -180,16 +277,30 @@ RANK_FACTS: S.Schema = {
 
 def rank_facts(logs: LogFrames, coll: pl.DataFrame) -> pl.DataFrame:
     """Per (communicator, rank): Init START/COMPLETE, last opCount, first and last WARN of its process."""
-    ini = logs.inits.filter(pl.col("rank").is_not_null() & pl.col("phase").is_in(["start", "complete", "legacy"]))
+    ini = logs.inits.filter(
+        pl.col("rank").is_not_null() & pl.col("phase").is_in(["start", "complete", "legacy"])
+    )
     if ini.is_empty():
         return S.empty(RANK_FACTS)
     per = ini.group_by(pl.coalesce("comm_id", pl.format("nranks={}", "nranks")).alias("comm"), "rank").agg(
-        pl.col("host").first(), pl.col("pid").first(), pl.col("nranks").max(), pl.col("path").first(),
+        pl.col("host").first(),
+        pl.col("pid").first(),
+        pl.col("nranks").max(),
+        pl.col("path").first(),
         (pl.col("phase") == "start").any().alias("init_start"),
-        pl.col("phase").is_in(["complete", "legacy"]).any().alias("init_complete"))
-    w = logs.warnings.filter(pl.col("level") == "WARN").sort("line").group_by("path", "host", "pid").agg(
-        pl.col("line").first().alias("first_warn_line"), pl.col("message").first().alias("first_warn"),
-        pl.col("line").last().alias("last_warn_line"), pl.col("message").last().alias("last_warn"))
+        pl.col("phase").is_in(["complete", "legacy"]).any().alias("init_complete"),
+    )
+    w = (
+        logs.warnings.filter(pl.col("level") == "WARN")
+        .sort("line")
+        .group_by("path", "host", "pid")
+        .agg(
+            pl.col("line").first().alias("first_warn_line"),
+            pl.col("message").first().alias("first_warn"),
+            pl.col("line").last().alias("last_warn_line"),
+            pl.col("message").last().alias("last_warn"),
+        )
+    )
     per = per.join(w, on=["path", "host", "pid"], how="left")
     per = per.join(coll.select("comm", "rank", "last_op_count", "last_op"), on=["comm", "rank"], how="left")
     return S.conform(per.sort("comm", "rank"), RANK_FACTS)

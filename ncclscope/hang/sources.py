@@ -30,14 +30,30 @@ def desync_verdicts(torch: pl.DataFrame) -> list[HangVerdict]:
         head = next((r for r in recs if r["detail"] == "timeout_at"), None)
         if head is None:
             continue
-        never = {x for r in recs if r["detail"].startswith(("never_joined", "not_joined")) for x in _ranks_of(r["detail"])}
+        never = {
+            x
+            for r in recs
+            if r["detail"].startswith(("never_joined", "not_joined"))
+            for x in _ranks_of(r["detail"])
+        }
         stuck = {x for r in recs if r["detail"].startswith("not_finished") for x in _ranks_of(r["detail"])}
         klass, culprits = ("a", never) if never else ("b", stuck) if stuck else ("undetermined", set())
         evidence = tuple(ev(r["path"], r["line"], r["text"]) for r in recs[:8])
-        out.append(HangVerdict(klass=klass, group=f"PG of rank {head['rank']} (desync report)", source="desync",
-                               op=head["op_type"], seq=head["seq"], culprits=tuple(sorted(culprits)),
-                               confidence="high", reason="torch's desync debugger compared every rank's progress",
-                               evidence=evidence, ranks_seen=(head["rank"],), key=str(path)))
+        out.append(
+            HangVerdict(
+                klass=klass,
+                group=f"PG of rank {head['rank']} (desync report)",
+                source="desync",
+                op=head["op_type"],
+                seq=head["seq"],
+                culprits=tuple(sorted(culprits)),
+                confidence="high",
+                reason="torch's desync debugger compared every rank's progress",
+                evidence=evidence,
+                ranks_seen=(head["rank"],),
+                key=str(path),
+            )
+        )
     return out
 
 
@@ -58,8 +74,11 @@ def ras_verdicts(torch: pl.DataFrame) -> list[HangVerdict]:
 
 
 def _ras_comm(comm: str, recs: list[dict[str, Any]]) -> HangVerdict | None:
-    counts = [(int(x["numel_in"]), int(x["seq"])) for x in recs
-              if x["detail"] == "op_count" and x["numel_in"] is not None]
+    counts = [
+        (int(x["numel_in"]), int(x["seq"]))
+        for x in recs
+        if x["detail"] == "op_count" and x["numel_in"] is not None
+    ]
     if len(counts) < 2:
         return None
     listed = sorted(int(x["rank"]) for x in recs if x["rank"] is not None)
@@ -74,11 +93,19 @@ def _ras_comm(comm: str, recs: list[dict[str, Any]]) -> HangVerdict | None:
         culprits = ()
     op = next((x["op_type"] for x in recs if x["op_type"]), None)
     return HangVerdict(
-        klass="a", group=f"RAS comm {comm}", source="ras", op=op, seq=top, culprits=culprits, group_size=total,
+        klass="a",
+        group=f"RAS comm {comm}",
+        source="ras",
+        op=op,
+        seq=top,
+        culprits=culprits,
+        group_size=total,
         confidence="medium" if culprits else "low",
         reason=f"NCCL RAS: {', '.join(f'{n} ranks at operation {o}' for n, o in counts)}",
         missing=("RAS lists only the smallest group's ranks; the others are inferred as 0..N-1 minus those",),
-        evidence=tuple(ev(x["path"], x["line"], x["text"]) for x in recs[:8]), key=comm)
+        evidence=tuple(ev(x["path"], x["line"], x["text"]) for x in recs[:8]),
+        key=comm,
+    )
 
 
 def coll_verdicts(coll: pl.DataFrame, mism: pl.DataFrame, hang_seen: bool) -> list[HangVerdict]:
@@ -98,18 +125,43 @@ def coll_verdicts(coll: pl.DataFrame, mism: pl.DataFrame, hang_seen: bool) -> li
         missing = [] if complete else [f"COLL lines from {len(recs)} of {nranks or '?'} ranks"]
         if not hang_seen:
             missing.append("no watchdog/timeout line: the logs may simply have been cut at different points")
-        out.append(HangVerdict(
-            klass="a", group=f"comm {comm}", source="nccl", op=ahead[0]["last_op"], seq=top, culprits=behind,
-            ranks_seen=tuple(sorted(x["rank"] for x in recs)), group_size=nranks,
-            confidence="medium" if complete and hang_seen else "low",
-            reason=f"last opCount {top:#x} on {len(ahead)} rank(s), lower on {len(behind)}",
-            missing=tuple(missing + [FR_HINT]), hang_evidence=hang_seen, key=str(comm),
-            evidence=tuple(ev(x["path"], x["line"], x["text"]) for x in sorted(recs, key=lambda x: x["last_op_count"])[:8])))
+        out.append(
+            HangVerdict(
+                klass="a",
+                group=f"comm {comm}",
+                source="nccl",
+                op=ahead[0]["last_op"],
+                seq=top,
+                culprits=behind,
+                ranks_seen=tuple(sorted(x["rank"] for x in recs)),
+                group_size=nranks,
+                confidence="medium" if complete and hang_seen else "low",
+                reason=f"last opCount {top:#x} on {len(ahead)} rank(s), lower on {len(behind)}",
+                missing=tuple(missing + [FR_HINT]),
+                hang_evidence=hang_seen,
+                key=str(comm),
+                evidence=tuple(
+                    ev(x["path"], x["line"], x["text"])
+                    for x in sorted(recs, key=lambda x: x["last_op_count"])[:8]
+                ),
+            )
+        )
     for row in mism.unique("comm", keep="first", maintain_order=True).iter_rows(named=True):
         sig = dict(zip(row["ranks"], row["sigs"], strict=False))
-        out.append(HangVerdict(
-            klass="c", group=f"comm {row['comm']}", source="nccl", op=None, seq=row["op_count"],
-            culprits=minority_ranks(sig), confidence="medium", hang_evidence=hang_seen, key=str(row["comm"]),
-            reason=f"opCount {row['op_count']:#x} launched as: " + "; ".join(sorted({str(g) for g in row["sigs"]})),
-            evidence=(ev(row["path"], row["line"], row["text"]),)))
+        out.append(
+            HangVerdict(
+                klass="c",
+                group=f"comm {row['comm']}",
+                source="nccl",
+                op=None,
+                seq=row["op_count"],
+                culprits=minority_ranks(sig),
+                confidence="medium",
+                hang_evidence=hang_seen,
+                key=str(row["comm"]),
+                reason=f"opCount {row['op_count']:#x} launched as: "
+                + "; ".join(sorted({str(g) for g in row["sigs"]})),
+                evidence=(ev(row["path"], row["line"], row["text"]),),
+            )
+        )
     return out

@@ -20,8 +20,16 @@ from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.records import Evidence
 
 NET_FAMILIES = ["socket", "ib_completion", "ib_async", "proxy", "bootstrap", "net", "connection"]
-_WAITED = ["watchdog_timeout", "pg_status", "taking_down", "dump_signal", "dump_observed", "terminate",
-           "gloo_timeout", "gloo_peer_lost"]
+_WAITED = [
+    "watchdog_timeout",
+    "pg_status",
+    "taking_down",
+    "dump_signal",
+    "dump_observed",
+    "terminate",
+    "gloo_timeout",
+    "gloo_peer_lost",
+]
 _TIMEOUTS = ["watchdog_timeout", "gloo_timeout"]
 
 
@@ -39,9 +47,15 @@ class HangView:
     ends: pl.DataFrame | None = None  # per (file, rank): last line, crashed, ends mid-line
     facts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=H.RANK_FACTS))  # per (comm, rank)
     exited: tuple[tuple[int, Evidence], ...] = ()  # ranks whose log ends with a crash (not a consequence)
-    causes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=A.CAUSES))  # per rank: its fatal exception
-    echoes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=A.ECHOES))  # the others' reactions to it
-    exits: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=X.EXITS))  # torchrun's per-rank failure records
+    causes: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=A.CAUSES)
+    )  # per rank: its fatal exception
+    echoes: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=A.ECHOES)
+    )  # the others' reactions to it
+    exits: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=X.EXITS)
+    )  # torchrun's per-rank failure records
 
     @property
     def mismatches(self) -> tuple[HangVerdict, ...]:
@@ -76,54 +90,108 @@ def _view(logs: LogFrames, flight: FlightFrames) -> HangView:
     comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
     verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
     verdicts = [_with_last_activity(v, ends) for v in _dedupe(verdicts)]
-    return HangView(verdicts=tuple(verdicts), progress=progress, coll=coll, ends=ends, facts=H.rank_facts(logs, coll),
-                      timeouts=torch.filter(pl.col("kind").is_in(_TIMEOUTS)), exited=tuple(sorted(ctx.died.items())),
-                      causes=causes, echoes=A.echo_lines(torch, causes, set(ctx.died)), exits=exits)
+    return HangView(
+        verdicts=tuple(verdicts),
+        progress=progress,
+        coll=coll,
+        ends=ends,
+        facts=H.rank_facts(logs, coll),
+        timeouts=torch.filter(pl.col("kind").is_in(_TIMEOUTS)),
+        exited=tuple(sorted(ctx.died.items())),
+        causes=causes,
+        echoes=A.echo_lines(torch, causes, set(ctx.died)),
+        exits=exits,
+    )
 
 
 def _timeout_anywhere(torch: pl.DataFrame) -> bool:
     return bool(torch.filter(pl.col("kind").is_in(_WAITED)).height)
 
 
-def _context(logs: LogFrames, torch: pl.DataFrame, progress: pl.DataFrame, ends: pl.DataFrame,
-             flight: FlightFrames, causes: pl.DataFrame) -> Ctx:
+def _context(
+    logs: LogFrames,
+    torch: pl.DataFrame,
+    progress: pl.DataFrame,
+    ends: pl.DataFrame,
+    flight: FlightFrames,
+    causes: pl.DataFrame,
+) -> Ctx:
     w = logs.warnings.filter(pl.col("family").is_in(NET_FAMILIES) & ~pl.col("benign").fill_null(False))
-    remote = pl.concat([torch.filter((pl.col("kind") == "backend_error") & pl.col("detail").str.contains(
-        "(?i)remote process exited|ncclRemoteError|unhandled cuda error|ncclUnhandledCudaError")).select(
-        "path", "line", "text"), _last_errors(logs, torch)], how="vertical_relaxed").sort("path", "line")
-    echoed = set(causes.filter(pl.col("echo"))["rank"].to_list())  # its fatal exception only says a peer went away
+    remote = pl.concat(
+        [
+            torch.filter(
+                (pl.col("kind") == "backend_error")
+                & pl.col("detail").str.contains(
+                    "(?i)remote process exited|ncclRemoteError|unhandled cuda error|ncclUnhandledCudaError"
+                )
+            ).select("path", "line", "text"),
+            _last_errors(logs, torch),
+        ],
+        how="vertical_relaxed",
+    ).sort("path", "line")
+    echoed = set(
+        causes.filter(pl.col("echo"))["rank"].to_list()
+    )  # its fatal exception only says a peer went away
     waited = set(torch.filter(pl.col("kind").is_in(_WAITED))["grank"].drop_nulls().to_list()) | echoed
     # A rank's own fatal exception first (it names the cause), then a crash-like last line.
-    died = {int(r["rank"]): ev(r["path"], r["line"], r["text"]) for r in causes.filter(~pl.col("echo")).iter_rows(named=True)}
-    died.update({int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
-                 for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
-                 if r["rank"] not in waited and r["rank"] not in died})  # a crash after its own timeout is a consequence
+    died = {
+        int(r["rank"]): ev(r["path"], r["line"], r["text"])
+        for r in causes.filter(~pl.col("echo")).iter_rows(named=True)
+    }
+    died.update(
+        {
+            int(r["rank"]): ev(r["path"], r["crash_line"], r["crash_text"])
+            for r in ends.filter(pl.col("crashed") & pl.col("rank").is_not_null()).iter_rows(named=True)
+            if r["rank"] not in waited and r["rank"] not in died
+        }
+    )  # a crash after its own timeout is a consequence
     waiters = X.waiting_ranks(torch) | echoed
     logged = set(ends["rank"].drop_nulls().to_list())
-    died.update({r: e for r, e in X.died_ranks(X.launcher_exits(torch), waiters, logged).items() if r not in died})
-    mid = {int(r["rank"]): ev(r["path"], r["last_line"], r["last_text"])
-           for r in ends.filter(pl.col("mid_line") & pl.col("rank").is_not_null()).iter_rows(named=True)}
+    died.update(
+        {r: e for r, e in X.died_ranks(X.launcher_exits(torch), waiters, logged).items() if r not in died}
+    )
+    mid = {
+        int(r["rank"]): ev(r["path"], r["last_line"], r["last_text"])
+        for r in ends.filter(pl.col("mid_line") & pl.col("rank").is_not_null()).iter_rows(named=True)
+    }
     detectors = set(progress.filter(pl.col("detector"))["rank"].drop_nulls().to_list())
     detectors |= set(progress["named_detector"].drop_nulls().to_list())
     has_flight = not flight.entries.is_empty()
-    hosts = [h for h in pl.concat([w["host"], w["peer"]]).drop_nulls().unique(maintain_order=True).to_list() if h]
-    return Ctx(net_warnings=[ev(r["path"], r["line"], r["text"]) for r in w.head(6).iter_rows(named=True)],
-               net_hosts=tuple(hosts[:8]),
-               died=died, remote_exit=[ev(r["path"], r["line"], r["text"]) for r in remote.head(3).iter_rows(named=True)],
-               detectors=detectors, sizes=_group_sizes(logs, torch, flight), labels={**_flight_labels(flight), **_labels(logs, torch)},
-               mid_line=mid, flight_ops=H.flight_ops(flight), have_flight=has_flight,
-               untracked=H.untracked_groups(flight), waiters=waiters,
-               size_mismatch=X.size_mismatches(X.gloo_facts(torch)))
+    hosts = [
+        h for h in pl.concat([w["host"], w["peer"]]).drop_nulls().unique(maintain_order=True).to_list() if h
+    ]
+    return Ctx(
+        net_warnings=[ev(r["path"], r["line"], r["text"]) for r in w.head(6).iter_rows(named=True)],
+        net_hosts=tuple(hosts[:8]),
+        died=died,
+        remote_exit=[ev(r["path"], r["line"], r["text"]) for r in remote.head(3).iter_rows(named=True)],
+        detectors=detectors,
+        sizes=_group_sizes(logs, torch, flight),
+        labels={**_flight_labels(flight), **_labels(logs, torch)},
+        mid_line=mid,
+        flight_ops=H.flight_ops(flight),
+        have_flight=has_flight,
+        untracked=H.untracked_groups(flight),
+        waiters=waiters,
+        size_mismatch=X.size_mismatches(X.gloo_facts(torch)),
+    )
 
 
 def pg_comms(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
     """(pg_id, comm_id, nranks): `ProcessGroupNCCL created ncclComm_ 0x…` joined with the NCCL Init line
     printing the same pointer in the same file (torch lines carry no host:pid prefix)."""
     created = torch.filter((pl.col("kind") == "created_comm") & pl.col("pg_id").is_not_null())
-    ini = (logs.inits.filter(pl.col("comm_ptr").is_not_null())
-           .group_by("path", "comm_ptr").agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max()))
-    return (created.select("path", "comm_ptr", "pg_id").join(ini, on=["path", "comm_ptr"], how="inner")
-            .group_by("pg_id").agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max()))
+    ini = (
+        logs.inits.filter(pl.col("comm_ptr").is_not_null())
+        .group_by("path", "comm_ptr")
+        .agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max())
+    )
+    return (
+        created.select("path", "comm_ptr", "pg_id")
+        .join(ini, on=["path", "comm_ptr"], how="inner")
+        .group_by("pg_id")
+        .agg(pl.col("comm_id").drop_nulls().first(), pl.col("nranks").max())
+    )
 
 
 def _last_errors(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
@@ -132,11 +200,15 @@ def _last_errors(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
     le = torch.filter(pl.col("kind") == "last_error").select("path", "line", "text", "detail")
     if le.is_empty():
         return pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8})
-    nxt = pl.concat([logs.unknown.select("path", "line", "text"), logs.warnings.select("path", "line", "text")],
-                    how="vertical_relaxed").with_columns((pl.col("line") - 1).alias("line"))
+    nxt = pl.concat(
+        [logs.unknown.select("path", "line", "text"), logs.warnings.select("path", "line", "text")],
+        how="vertical_relaxed",
+    ).with_columns((pl.col("line") - 1).alias("line"))
     le = le.join(nxt.rename({"text": "_next"}), on=["path", "line"], how="left")
     body = pl.coalesce(pl.col("detail"), pl.col("_next").str.strip_chars())
-    return le.filter(body.is_not_null()).select("path", "line", pl.format("Last error: {}", body).alias("text"))
+    return le.filter(body.is_not_null()).select(
+        "path", "line", pl.format("Last error: {}", body).alias("text")
+    )
 
 
 def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: FlightFrames) -> dict[str, int]:
@@ -162,12 +234,17 @@ def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: FlightFrames) -> 
 
 def _labels(logs: LogFrames, torch: pl.DataFrame) -> dict[str, str]:
     """`PG 0 (default_pg), commId 0x…` for each process-group key."""
-    named = torch.filter(pl.col("pg_id").is_not_null()).group_by("pg_id").agg(
-        pl.col("pg_desc").drop_nulls().first(), pl.col("pg_name").drop_nulls().first())
+    named = (
+        torch.filter(pl.col("pg_id").is_not_null())
+        .group_by("pg_id")
+        .agg(pl.col("pg_desc").drop_nulls().first(), pl.col("pg_name").drop_nulls().first())
+    )
     cid = {pg: c for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
     out = {"_logs": "1" if logs.streams.height or logs.torch.height else ""}
     for pg, desc, _name in named.iter_rows():
-        out[str(pg)] = f"PG {pg}" + (f" ({desc})" if desc else "") + (f", commId {cid[pg]}" if pg in cid else "")
+        out[str(pg)] = (
+            f"PG {pg}" + (f" ({desc})" if desc else "") + (f", commId {cid[pg]}" if pg in cid else "")
+        )
     out["?"] = "an unnamed process group (WorkNCCL lines only)"
     return out
 
@@ -185,14 +262,23 @@ def _merge_nccl(vs: list[HangVerdict], nccl: list[HangVerdict], comm_pg: dict[st
     communicator: its evidence always, its class and culprits when the torch lines could not tell."""
     out = list(vs)
     for n in nccl:
-        i = next((i for i, v in enumerate(out) if v.source in ("torch", "flight") and v.key == comm_pg.get(n.key)), None)
+        i = next(
+            (i for i, v in enumerate(out) if v.source in ("torch", "flight") and v.key == comm_pg.get(n.key)),
+            None,
+        )
         if i is None:
             out.append(n)
             continue
         v = out[i]
         v = replace(v, evidence=v.evidence + n.evidence[:4])
         if v.klass in ("undetermined", "b") and n.klass in ("a", "c") and n.culprits:
-            v = replace(v, klass=n.klass, culprits=n.culprits, confidence="medium", reason=f"NCCL COLL lines: {n.reason}")
+            v = replace(
+                v,
+                klass=n.klass,
+                culprits=n.culprits,
+                confidence="medium",
+                reason=f"NCCL COLL lines: {n.reason}",
+            )
         out[i] = v
     return out
 
@@ -201,8 +287,12 @@ def _with_last_activity(v: HangVerdict, ends: pl.DataFrame) -> HangVerdict:
     """Issue 3 (a)/(d): name the culprits *and their last activity* — the last line each one wrote."""
     if v.klass not in ("a", "d") or not v.culprits or ends.is_empty():
         return v
-    last = (ends.filter(pl.col("rank").is_in(list(v.culprits[:4]))).sort("rank", "last_line")
-            .group_by("rank", maintain_order=True).last())
+    last = (
+        ends.filter(pl.col("rank").is_in(list(v.culprits[:4])))
+        .sort("rank", "last_line")
+        .group_by("rank", maintain_order=True)
+        .last()
+    )
     extra = tuple(ev(r["path"], r["last_line"], r["last_text"]) for r in last.iter_rows(named=True))
     return replace(v, evidence=v.evidence + tuple(e for e in extra if e not in v.evidence))
 

@@ -123,8 +123,10 @@ def renderer_for(name: str | None = None, path: str | Path | None = None) -> Ren
             return r
     known = ", ".join(x for r in RENDERERS.values() for x in r.suffixes)
     if fname.endswith(".pftrace"):
-        raise InputError(f"{str(path)!r}: the protobuf .pftrace form is not written; name it .perfetto.json "
-                         "(Perfetto opens the JSON trace)")
+        raise InputError(
+            f"{str(path)!r}: the protobuf .pftrace form is not written; name it .perfetto.json "
+            "(Perfetto opens the JSON trace)"
+        )
     raise InputError(f"cannot tell the report format from {str(path)!r}: name it {known}, or pass --format")
 
 

@@ -65,12 +65,16 @@ def evidence_summary(s: Session) -> str:
     c = s.logs.coverage
     parts = []
     if s.logs.inputs or not (s.aligned_traces or s.flight):
-        parts.append(f"{len(s.logs.inputs)} log(s), {c.lines} lines, {c.nccl_lines} NCCL lines, "
-                     f"{c.recognized} recognized, {c.unknown} unknown")
+        parts.append(
+            f"{len(s.logs.inputs)} log(s), {c.lines} lines, {c.nccl_lines} NCCL lines, "
+            f"{c.recognized} recognized, {c.unknown} unknown"
+        )
     a = s.aligned_traces
     if a is not None:
-        parts.append(f"traces of {a.n_ranks} rank(s), {a.collectives.height} collectives lined up "
-                     f"({a.n_aligned} complete and consistent)")
+        parts.append(
+            f"traces of {a.n_ranks} rank(s), {a.collectives.height} collectives lined up "
+            f"({a.n_aligned} complete and consistent)"
+        )
     if s.flight is not None:
         parts.append(f"{s.flight.dumps.height} Flight Recorder dump(s)")
     return "; ".join(parts)
@@ -79,16 +83,25 @@ def evidence_summary(s: Session) -> str:
 def _rank_records(s: Session, _p: Provenance) -> list[dict[str, Any]]:
     """One record per process for machine readers (the JSON schema's `ranks`)."""
     cols = ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"]
-    return [{**{c: r.get(c) for c in cols}, "comm_ids": list(r.get("comm_ids") or [])}
-            for r in s.ranks.select(cols).to_dicts()]
+    return [
+        {**{c: r.get(c) for c in cols}, "comm_ids": list(r.get("comm_ids") or [])}
+        for r in s.ranks.select(cols).to_dicts()
+    ]
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("verdict", lambda s, _p: {"severity": _top_severity(s), "text": verdict(s)}, "one sentence, top severity"),
+    Section(
+        "verdict",
+        lambda s, _p: {"severity": _top_severity(s), "text": verdict(s)},
+        "one sentence, top severity",
+    ),
     Section("counts", lambda s, _p: dict(Counter(f.severity for f in s.findings)), "findings per severity"),
     Section("summary", lambda s, _p: evidence_summary(s), "what was read"),
-    Section("findings", lambda s, _p: [f.to_json() for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])],
-            "every finding, errors first"),
+    Section(
+        "findings",
+        lambda s, _p: [f.to_json() for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])],
+        "every finding, errors first",
+    ),
     Section("ranks", lambda s, _p: facts.ranks_table(s), "ranks × configuration, odd cells marked"),
     Section("rank_records", _rank_records, "one record per process"),
     Section("environment", lambda s, _p: facts.environment(s), "job shape, versions, transports, NCCL_*"),

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ncclscope.version import __version__
 from ncclscope.report import views
+from ncclscope.version import __version__
 
 if TYPE_CHECKING:
     from ncclscope.session import Session

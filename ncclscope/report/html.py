@@ -237,7 +237,11 @@ def render_page(doc: dict[str, Any], figures: dict[str, dict[str, Any]]) -> str:
         _section("topology", "Topology", figs.get("fig-topology", "")),
         _section("traces", "Traces", figs.get("fig-arrivals", "") + figs.get("fig-timeline", "")),
         _section("environment", "Environment", environment_html(doc)),
-        *([_section("nccltests", "nccl-tests", views_nccltests.html(doc))] if views_nccltests.html(doc) else []),
+        *(
+            [_section("nccltests", "nccl-tests", views_nccltests.html(doc))]
+            if views_nccltests.html(doc)
+            else []
+        ),
         _section("provenance", "How this report was made", provenance_html(doc)),
         "</main>",
     ]

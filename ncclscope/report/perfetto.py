@@ -12,9 +12,9 @@ from typing import Any
 
 import polars as pl
 
-from ncclscope.version import __version__
 from ncclscope.report import perfetto_events as E
 from ncclscope.report.perfetto_logs import evidence_times, log_events
+from ncclscope.version import __version__
 
 # pid = rank + PID_OFFSET; the job's own process (findings naming no rank, notes) and the log lines
 # of no known rank get pids no rank below 999,997 can have. tid = pid * TIDS_PER_PID + thread number.

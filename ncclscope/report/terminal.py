@@ -31,8 +31,9 @@ def ranks_table(t: dict[str, Any], limit: int = MAX_RANKS) -> Table:
     cols: list[str] = t["columns"]
     table = Table(*[_HEAD.get(c, c) for c in cols], title="ranks × configuration (odd values in red)")
     for r in t["rows"][:limit]:
-        table.add_row(*[f"[red]{_cell(r['cells'][c])}[/red]" if c in r["odd"] else _cell(r["cells"][c])
-                        for c in cols])
+        table.add_row(
+            *[f"[red]{_cell(r['cells'][c])}[/red]" if c in r["odd"] else _cell(r["cells"][c]) for c in cols]
+        )
     if len(t["rows"]) > limit:
         table.caption = f"{len(t['rows']) - limit} more ranks not shown (see --format json)"
     return table

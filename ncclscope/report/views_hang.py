@@ -31,6 +31,8 @@ HANG_SCHEMA: dict[str, Any] = {
     "path": pl.Utf8,
     "line": pl.Int64,
 }
+
+
 def _verdict_group(view: HangView) -> tuple[str | None, set[int], int | None]:
     """(group the hang verdict names, culprit ranks, group size), read from the hang stage's view.
 
@@ -39,8 +41,11 @@ def _verdict_group(view: HangView) -> tuple[str | None, set[int], int | None]:
     verdict's, the ranks that died, and (in a hang) ranks whose log ends mid-line.
     """
     vs = view.verdicts
-    ordered = ([v for v in vs if v.hang_evidence] + [v for v in vs if not v.hang_evidence and v.klass != "c"]
-               + [v for v in vs if not v.hang_evidence and v.klass == "c"])
+    ordered = (
+        [v for v in vs if v.hang_evidence]
+        + [v for v in vs if not v.hang_evidence and v.klass != "c"]
+        + [v for v in vs if not v.hang_evidence and v.klass == "c"]
+    )
     group = next((v.group for v in ordered if v.group), None)
     size = next((v.group_size for v in ordered if v.group_size), None)
     culprits = {r for v in vs for r in v.culprits} | {r for r, _e in view.exited}

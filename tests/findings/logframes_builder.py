@@ -15,9 +15,19 @@ from ncclscope import schema as S
 from ncclscope.frames import CollLines, LogFrames
 
 _SCHEMAS = {
-    "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
-    "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
-    "collectives": S.COLLECTIVES, "torch": S.TORCH, "unknown": S.UNKNOWN, "streams": S.STREAMS,
+    "inits": S.INITS,
+    "versions": S.VERSIONS,
+    "env": S.ENV,
+    "network": S.NETWORK,
+    "rings": S.RINGS,
+    "connections": S.CONNECTIONS,
+    "channels": S.CHANNELS,
+    "warnings": S.WARNINGS,
+    "trail": S.TRAIL,
+    "collectives": S.COLLECTIVES,
+    "torch": S.TORCH,
+    "unknown": S.UNKNOWN,
+    "streams": S.STREAMS,
 }
 _lines = count(1)
 
@@ -67,6 +77,13 @@ def warn(p: dict[str, Any], family: str, message: str, **kw: Any) -> dict[str, A
 
 def init(p: dict[str, Any], rank: int, nranks: int, **kw: Any) -> dict[str, Any]:
     """An `Init COMPLETE` row of communicator 0xw (override with comm_id=…, phase=…)."""
-    row = {**p, "phase": "complete", "rank": rank, "nranks": nranks, "comm_id": "0xw",
-           "comm_ptr": f"0x{p['pid']:x}{rank}", "init_cuda_dev": p.get("cuda_dev")}
+    row = {
+        **p,
+        "phase": "complete",
+        "rank": rank,
+        "nranks": nranks,
+        "comm_id": "0xw",
+        "comm_ptr": f"0x{p['pid']:x}{rank}",
+        "init_cuda_dev": p.get("cuda_dev"),
+    }
     return {**row, **kw}

@@ -20,7 +20,9 @@ def test_every_rules_module_is_listed() -> None:
 
 
 def test_each_rule_id_is_written_once() -> None:
-    ids = [m for p in PKG.glob("rules_*.py") for m in re.findall(r'@rule\(\s*"([^"]+)"', p.read_text("utf-8"))]
+    ids = [
+        m for p in PKG.glob("rules_*.py") for m in re.findall(r'@rule\(\s*"([^"]+)"', p.read_text("utf-8"))
+    ]
     assert len(ids) == len(set(ids)) == len(registry.all_rules())
 
 
@@ -34,9 +36,17 @@ def _sample_inputs() -> list[Path]:
 def test_every_rule_runs_on_every_sample(sample: Path) -> None:
     """Each rule alone, on each sample: no rule raises, and each finding is well formed."""
     s = ncclscope.analyze([str(sample)])
-    ctx = registry.Context(logs=s.logs, ranks=s.ranks, comms=s.comms, traces=s.traces,
-                           aligned_traces=s.aligned_traces, flight=s.flight, phase=s.phase, hang=s.hang,
-                           prior=s.findings)
+    ctx = registry.Context(
+        logs=s.logs,
+        ranks=s.ranks,
+        comms=s.comms,
+        traces=s.traces,
+        aligned_traces=s.aligned_traces,
+        flight=s.flight,
+        phase=s.phase,
+        hang=s.hang,
+        prior=s.findings,
+    )
     known = {r.id for r in registry.all_rules()}
     for r in registry.all_rules():
         for f in r.fn(ctx):

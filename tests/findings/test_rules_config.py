@@ -7,37 +7,66 @@ from logframes_builder import init, logs, proc, run, warn
 A, B = proc("node-a", 100, 0), proc("node-b", 200, 0)
 
 
-def _conn(p: dict[str, object], src: int, dst: int, transport: str, net: str | None = None,
-          gdr: bool | None = None, direction: str | None = "send") -> dict[str, object]:
-    return {**p, "channel": 0, "src_rank": src, "dst_rank": dst, "transport": transport, "net": net, "gdr": gdr,
-            "direction": direction if transport == "NET" else None}
+def _conn(
+    p: dict[str, object],
+    src: int,
+    dst: int,
+    transport: str,
+    net: str | None = None,
+    gdr: bool | None = None,
+    direction: str | None = "send",
+) -> dict[str, object]:
+    return {
+        **p,
+        "channel": 0,
+        "src_rank": src,
+        "dst_rank": dst,
+        "transport": transport,
+        "net": net,
+        "gdr": gdr,
+        "direction": direction if transport == "NET" else None,
+    }
 
 
 def test_socket_while_other_node_uses_ib_is_warning() -> None:
-    lf = logs(network=[{**A, "kind": "using_network", "net": "Socket"}, {**B, "kind": "using_network", "net": "IB"}],
-              connections=[_conn(A, 0, 1, "NET", "Socket")], inits=[init(A, 0, 2), init(B, 1, 2)])
+    lf = logs(
+        network=[
+            {**A, "kind": "using_network", "net": "Socket"},
+            {**B, "kind": "using_network", "net": "IB"},
+        ],
+        connections=[_conn(A, 0, 1, "NET", "Socket")],
+        inits=[init(A, 0, 2), init(B, 1, 2)],
+    )
     [f] = run("net-socket-fallback", lf)
     assert f.severity == "warning" and "IB" in f.title
 
 
 def test_socket_between_nodes_without_ib_is_info_with_reason() -> None:
-    lf = logs(network=[{**A, "kind": "using_network", "net": "Socket"}, {**A, "kind": "ib_no_device"}],
-              connections=[_conn(A, 1, 0, "NET", "Socket", direction="receive")])
+    lf = logs(
+        network=[{**A, "kind": "using_network", "net": "Socket"}, {**A, "kind": "ib_no_device"}],
+        connections=[_conn(A, 1, 0, "NET", "Socket", direction="receive")],
+    )
     [f] = run("net-socket-fallback", lf)
     assert f.severity == "info" and len(f.evidence) >= 2
 
 
 def test_socket_on_ipoib_is_warning() -> None:
-    lf = logs(network=[{**A, "kind": "socket_iface", "iface": "ib0", "address": "192.168.1.1"},
-                       {**A, "kind": "using_network", "net": "Socket"}],
-              connections=[_conn(A, 0, 1, "NET", "Socket")])
+    lf = logs(
+        network=[
+            {**A, "kind": "socket_iface", "iface": "ib0", "address": "192.168.1.1"},
+            {**A, "kind": "using_network", "net": "Socket"},
+        ],
+        connections=[_conn(A, 0, 1, "NET", "Socket")],
+    )
     [f] = run("net-socket-fallback", lf)
     assert f.severity == "warning"
 
 
 def test_socket_on_single_node_is_silent_and_ib_is_silent() -> None:
     assert run("net-socket-fallback", logs(network=[{**A, "kind": "using_network", "net": "Socket"}])) == []
-    lf = logs(network=[{**A, "kind": "using_network", "net": "IB"}], connections=[_conn(A, 0, 1, "NET", "IB", True)])
+    lf = logs(
+        network=[{**A, "kind": "using_network", "net": "IB"}], connections=[_conn(A, 0, 1, "NET", "IB", True)]
+    )
     assert run("net-socket-fallback", lf) == []
 
 
@@ -48,7 +77,12 @@ def test_net_plugin_failed_to_initialise() -> None:
 
 
 def test_gdr_disabled_line_and_ib_without_gdrdma() -> None:
-    ib = {**A, "kind": "gdr_disabled", "hca": "mlx5_0", "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"}
+    ib = {
+        **A,
+        "kind": "gdr_disabled",
+        "hca": "mlx5_0",
+        "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+    }
     [f] = run("gdr-disabled", logs(network=[ib], inits=[init(A, 0, 2), init(B, 1, 2)]))
     assert f.severity == "warning"
     [f] = run("gdr-disabled", logs(connections=[_conn(A, 5, 12, "NET", "IB", False)]))
@@ -64,32 +98,56 @@ def test_gdr_on_or_socket_is_silent() -> None:
 
 
 def test_nccl_version_mismatch_is_error_driver_mismatch_warning() -> None:
-    lf = logs(versions=[{**A, "kind": "nccl", "value": "2.14.3"}, {**B, "kind": "nccl", "value": "2.19.3"},
-                        {**A, "kind": "cuda_driver", "value": "12000"}, {**B, "kind": "cuda_driver", "value": "12040"}],
-              inits=[init(A, 0, 2), init(B, 1, 2)])
+    lf = logs(
+        versions=[
+            {**A, "kind": "nccl", "value": "2.14.3"},
+            {**B, "kind": "nccl", "value": "2.19.3"},
+            {**A, "kind": "cuda_driver", "value": "12000"},
+            {**B, "kind": "cuda_driver", "value": "12040"},
+        ],
+        inits=[init(A, 0, 2), init(B, 1, 2)],
+    )
     found = {f.severity: f for f in run("version-mismatch", lf)}
     assert set(found) == {"error", "warning"}
-    assert found["error"].ranks == (0, 1) and found["error"].metrics["ranks_by_version"] == {"2.14.3": [0], "2.19.3": [1]}
+    assert found["error"].ranks == (0, 1) and found["error"].metrics["ranks_by_version"] == {
+        "2.14.3": [0],
+        "2.19.3": [1],
+    }
 
 
 def test_same_versions_silent_and_nccl_check_warn_fires() -> None:
     same = logs(versions=[{**A, "kind": "nccl", "value": "2.19.3"}, {**B, "kind": "nccl", "value": "2.19.3"}])
     assert run("version-mismatch", same) == []
-    lf = logs(warnings=[warn(A, "version", "Mismatched NCCL version detected : rank 0 version 22705 rank 1 version 21903")])
+    lf = logs(
+        warnings=[
+            warn(A, "version", "Mismatched NCCL version detected : rank 0 version 22705 rank 1 version 21903")
+        ]
+    )
     [f] = run("version-mismatch", lf)
     assert f.severity == "error"
 
 
 def test_env_mismatch_severity_by_setting() -> None:
-    lf = logs(env=[{**A, "name": "NCCL_PROTO", "value": "LL"}, {**B, "name": "NCCL_PROTO", "value": "Simple"},
-                   {**A, "name": "NCCL_SOCKET_IFNAME", "value": "eth0"}, {**B, "name": "NCCL_SOCKET_IFNAME", "value": "ens5"}])
+    lf = logs(
+        env=[
+            {**A, "name": "NCCL_PROTO", "value": "LL"},
+            {**B, "name": "NCCL_PROTO", "value": "Simple"},
+            {**A, "name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
+            {**B, "name": "NCCL_SOCKET_IFNAME", "value": "ens5"},
+        ]
+    )
     found = {f.metrics["name"]: f.severity for f in run("env-mismatch", lf)}
     assert found == {"NCCL_PROTO": "error", "NCCL_SOCKET_IFNAME": "warning"}
 
 
 def test_env_same_everywhere_or_one_process_is_silent() -> None:
-    lf = logs(env=[{**A, "name": "NCCL_IB_DISABLE", "value": "1"}, {**B, "name": "NCCL_IB_DISABLE", "value": "1"},
-                   {**A, "name": "NCCL_ALGO", "value": "Ring"}])
+    lf = logs(
+        env=[
+            {**A, "name": "NCCL_IB_DISABLE", "value": "1"},
+            {**B, "name": "NCCL_IB_DISABLE", "value": "1"},
+            {**A, "name": "NCCL_ALGO", "value": "Ring"},
+        ]
+    )
     assert run("env-mismatch", lf) == []
 
 
@@ -114,12 +172,20 @@ def test_shm_is_info_and_p2p_is_silent() -> None:
 
 
 def test_net_plugin_on_some_nodes_only() -> None:
-    lf = logs(network=[{**A, "kind": "plugin", "detail": "NET/Plugin: Loaded net plugin FastSocket (v4)"},
-                       {**B, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."}])
+    lf = logs(
+        network=[
+            {**A, "kind": "plugin", "detail": "NET/Plugin: Loaded net plugin FastSocket (v4)"},
+            {**B, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."},
+        ]
+    )
     [f] = run("version-mismatch", lf)
     assert f.severity == "warning" and "FastSocket" in f.title and f.hosts == ("node-a", "node-b")
-    same = logs(network=[{**A, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."},
-                         {**B, "kind": "plugin", "detail": "NET/Plugin: Using internal network plugin."}])
+    same = logs(
+        network=[
+            {**A, "kind": "plugin", "detail": "NET/Plugin : No plugin found (libnccl-net.so)."},
+            {**B, "kind": "plugin", "detail": "NET/Plugin: Using internal network plugin."},
+        ]
+    )
     assert run("version-mismatch", same) == []
 
 
@@ -131,8 +197,11 @@ def test_env_changed_between_communicators_in_every_process_is_no_mismatch() -> 
 
 def test_env_set_on_some_world_ranks_and_unset_on_others() -> None:
     inits = [init(A, 0, 2), init(B, 1, 2)]
-    env = [{**A, "name": "NCCL_ALGO", "value": "Ring"}, {**A, "name": "NCCL_DEBUG", "value": "INFO"},
-           {**B, "name": "NCCL_DEBUG", "value": "INFO"}]
+    env = [
+        {**A, "name": "NCCL_ALGO", "value": "Ring"},
+        {**A, "name": "NCCL_DEBUG", "value": "INFO"},
+        {**B, "name": "NCCL_DEBUG", "value": "INFO"},
+    ]
     [f] = run("env-mismatch", logs(inits=inits, env=env))
     assert f.severity == "error" and f.metrics["name"] == "NCCL_ALGO" and "unset" in str(f.metrics["values"])
 
@@ -140,14 +209,26 @@ def test_env_set_on_some_world_ranks_and_unset_on_others() -> None:
 def test_env_unset_outside_the_world_communicator_is_not_compared() -> None:
     other = proc("node-c", 300, 0)  # a process of another communicator reads other variables
     inits = [init(A, 0, 2), init(B, 1, 2), init(other, 0, 1, comm_id="0xother")]
-    env = [{**p, "name": "NCCL_ALGO", "value": "Ring"} for p in (A, B)] + [{**other, "name": "NCCL_DEBUG", "value": "INFO"}]
+    env = [{**p, "name": "NCCL_ALGO", "value": "Ring"} for p in (A, B)] + [
+        {**other, "name": "NCCL_DEBUG", "value": "INFO"}
+    ]
     assert run("env-mismatch", logs(inits=inits, env=env)) == []
 
 
 def test_gdr_line_on_sockets_or_without_inter_node_traffic_is_silent() -> None:
-    sock = {**A, "kind": "gdr_disabled", "hca": "eth0", "text": "NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"}
+    sock = {
+        **A,
+        "kind": "gdr_disabled",
+        "hca": "eth0",
+        "text": "NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'",
+    }
     assert run("gdr-disabled", logs(network=[sock], inits=[init(A, 0, 2), init(B, 1, 2)])) == []
-    ib = {**A, "kind": "gdr_disabled", "hca": "mlx5_0", "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"}
+    ib = {
+        **A,
+        "kind": "gdr_disabled",
+        "hca": "mlx5_0",
+        "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+    }
     one_node = [init(A, 0, 2), init(proc("node-a", 101, 1), 1, 2)]
     assert run("gdr-disabled", logs(network=[ib], inits=one_node)) == []
 

@@ -7,7 +7,9 @@ from logframes_builder import init, logs, proc, run, warn
 A, B = proc("node-a", 100, 0), proc("node-b", 200, 0)
 
 
-def _boot(p: dict[str, object], iface: str, addr: str, kind: str = "bootstrap", **kw: object) -> dict[str, object]:
+def _boot(
+    p: dict[str, object], iface: str, addr: str, kind: str = "bootstrap", **kw: object
+) -> dict[str, object]:
     return {**p, "kind": kind, "index": 0, "iface": iface, "address": addr, **kw}
 
 
@@ -18,20 +20,29 @@ def test_loopback_multi_node_is_error() -> None:
 
 
 def test_loopback_single_node_known_is_silent_unknown_is_info() -> None:
-    silent = logs(network=[_boot(A, "lo", "127.0.0.1")],
-                  inits=[init(A, 0, 2, phase="comm", nnodes=1, local_ranks=2)])
+    silent = logs(
+        network=[_boot(A, "lo", "127.0.0.1")], inits=[init(A, 0, 2, phase="comm", nnodes=1, local_ranks=2)]
+    )
     assert run("iface-loopback", silent) == []
     [f] = run("iface-loopback", logs(network=[_boot(A, "lo", "127.0.0.1")]))
     assert f.severity == "info"
 
 
 def test_loopback_absent() -> None:
-    assert run("iface-loopback", logs(network=[_boot(A, "eth0", "10.0.0.1"), _boot(B, "eth0", "10.0.0.2")])) == []
+    assert (
+        run("iface-loopback", logs(network=[_boot(A, "eth0", "10.0.0.1"), _boot(B, "eth0", "10.0.0.2")]))
+        == []
+    )
 
 
 def test_virtual_iface_and_link_local() -> None:
-    lf = logs(network=[_boot(A, "ens5", "172.16.8.1"), {**_boot(A, "veth75fa", "fe80::1%veth75fa"), "index": 1},
-                       _boot(B, "ens5", "172.16.8.2")])
+    lf = logs(
+        network=[
+            _boot(A, "ens5", "172.16.8.1"),
+            {**_boot(A, "veth75fa", "fe80::1%veth75fa"), "index": 1},
+            _boot(B, "ens5", "172.16.8.2"),
+        ]
+    )
     [f] = run("iface-virtual", lf)
     assert f.severity == "error" and "veth75fa" in f.title
 
@@ -42,7 +53,11 @@ def test_virtual_iface_single_host_is_warning() -> None:
 
 
 def test_docker_bridge_peer_in_connect_failure() -> None:
-    lf = logs(warnings=[warn(A, "socket", "Connect to 172.17.0.3<37551> failed : Connection refused", peer="172.17.0.3")])
+    lf = logs(
+        warnings=[
+            warn(A, "socket", "Connect to 172.17.0.3<37551> failed : Connection refused", peer="172.17.0.3")
+        ]
+    )
     [f] = run("iface-virtual", lf)
     assert f.severity == "error"
 
@@ -58,27 +73,47 @@ def test_iface_names_differ_across_hosts() -> None:
 
 
 def test_same_name_other_subnet_is_info_and_same_subnet_silent() -> None:
-    [f] = run("iface-mismatch", logs(network=[_boot(A, "eth0", "10.18.114.244"), _boot(B, "eth0", "10.126.49.242")]))
+    [f] = run(
+        "iface-mismatch", logs(network=[_boot(A, "eth0", "10.18.114.244"), _boot(B, "eth0", "10.126.49.242")])
+    )
     assert f.severity == "info"
-    assert run("iface-mismatch", logs(network=[_boot(A, "eth0", "10.0.0.1"), _boot(B, "eth0", "10.0.0.2")])) == []
+    assert (
+        run("iface-mismatch", logs(network=[_boot(A, "eth0", "10.0.0.1"), _boot(B, "eth0", "10.0.0.2")]))
+        == []
+    )
 
 
 def test_same_host_different_ifaces_is_not_a_mismatch() -> None:
     a2 = proc("node-a", 101, 1)
-    assert run("iface-mismatch", logs(network=[_boot(A, "ib0", "10.10.10.2"), _boot(a2, "ib1", "10.31.58.2")])) == []
+    assert (
+        run("iface-mismatch", logs(network=[_boot(A, "ib0", "10.10.10.2"), _boot(a2, "ib1", "10.31.58.2")]))
+        == []
+    )
 
 
 def test_no_interface_in_same_subnet_is_error() -> None:
-    lf = logs(warnings=[warn(B, "socket", "Net : No interface found in the same subnet as remote address 1.2.3.4<1778>")])
+    lf = logs(
+        warnings=[
+            warn(B, "socket", "Net : No interface found in the same subnet as remote address 1.2.3.4<1778>")
+        ]
+    )
     [f] = run("iface-mismatch", lf)
     assert f.severity == "error"
 
 
 def test_no_usable_interface() -> None:
-    lf = logs(warnings=[warn({}, "socket", "Socket creation failed : Address family not supported by protocol")])
+    lf = logs(
+        warnings=[warn({}, "socket", "Socket creation failed : Address family not supported by protocol")]
+    )
     [f] = run("iface-none", lf)
     assert f.severity == "error"
-    assert run("iface-none", logs(warnings=[warn(A, "socket", "Connect to 10.0.0.1<1> failed : Connection refused")])) == []
+    assert (
+        run(
+            "iface-none",
+            logs(warnings=[warn(A, "socket", "Connect to 10.0.0.1<1> failed : Connection refused")]),
+        )
+        == []
+    )
 
 
 def test_iface_names_differ_on_one_subnet_is_info() -> None:

@@ -76,12 +76,19 @@ def test_oom_in_per_rank_nccl_logs(tmp_path: Path) -> None:
 
 
 def test_watchdog_echoes_of_a_tagged_oom(tmp_path: Path) -> None:
-    wd = ("[rank{r}]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
-          "operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
-          "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
-    lines = ["[rank1]: Traceback (most recent call last):", '[rank1]:   File "train.py", line 9, in step',
-             ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity"
-             " of 79.10 GiB of which 1.02 GiB is free.")]
+    wd = (
+        "[rank{r}]:[E1010 10:10:10.123456789 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+        "Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+    )
+    lines = [
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "train.py", line 9, in step',
+        (
+            "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity"
+            " of 79.10 GiB of which 1.02 GiB is free."
+        ),
+    ]
     lines += [wd.format(r=r) for r in (0, 2, 3)]
     ex = _exited(_write(tmp_path, "job.log", lines))
     assert [f.ranks for f in ex] == [(1,)]
@@ -89,25 +96,42 @@ def test_watchdog_echoes_of_a_tagged_oom(tmp_path: Path) -> None:
 
 
 def test_keyboard_interrupt_is_no_cause(tmp_path: Path) -> None:
-    lines = ["[rank0]: Traceback (most recent call last):", '[rank0]:   File "train.py", line 9, in step',
-             "[rank0]: KeyboardInterrupt"]
+    lines = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "train.py", line 9, in step',
+        "[rank0]: KeyboardInterrupt",
+    ]
     assert _exited(_write(tmp_path, "job.log", lines)) == []
 
 
 def test_handled_exception_mid_log_is_no_cause(tmp_path: Path) -> None:
-    lines = ["[rank0]: Traceback (most recent call last):", '[rank0]:   File "ckpt.py", line 3, in save',
-             "[rank0]: OSError: [Errno 28] No space left on device"]
+    lines = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "ckpt.py", line 3, in save',
+        "[rank0]: OSError: [Errno 28] No space left on device",
+    ]
     lines += [f"[rank0]: step {i} loss 1.0" for i in range(100)]
     assert _exited(_write(tmp_path, "job.log", lines)) == []
 
 
 def test_torchrun_table_alone_names_root_cause_and_spares_sigterm(tmp_path: Path) -> None:
-    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "Failures:", "[1]:",
-             "  rank      : 0 (local_rank: 0)", "  exitcode  : -15 (pid: 101)  (SIGTERM)", "  error_file: <N/A>",
-             "  traceback : Signal 15 (SIGTERM) received by PID 101", "Root Cause (first observed failure):", "[0]:",
-             "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: 102)", "  error_file: /tmp/e/1/error.json",
-             "  traceback : Traceback (most recent call last):", '    File "train.py", line 9, in step',
-             "  torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 7.80 GiB total)"]
+    lines = [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Failures:",
+        "[1]:",
+        "  rank      : 0 (local_rank: 0)",
+        "  exitcode  : -15 (pid: 101)  (SIGTERM)",
+        "  error_file: <N/A>",
+        "  traceback : Signal 15 (SIGTERM) received by PID 101",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 102)",
+        "  error_file: /tmp/e/1/error.json",
+        "  traceback : Traceback (most recent call last):",
+        '    File "train.py", line 9, in step',
+        "  torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 7.80 GiB total)",
+    ]
     ex = _exited(_write(tmp_path, "torchrun.log", lines))
     assert [f.ranks for f in ex] == [(1,)]
     assert ex[0].metrics["via"] == "torchrun_table" and ex[0].evidence[0].line == 15

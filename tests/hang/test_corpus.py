@@ -37,61 +37,104 @@ NONE = Expect(verdict=False, why="init/config excerpt only: no watchdog, status,
 EXPECTED: dict[str, Expect] = {
     "accelerate1532_trailing_pad_2_14_3_8gpu": NONE,
     "arctic219_flight_recorder_disabled_pg_status": Expect(
-        True, frozenset({"b", "undetermined"}), seq=120049, culprits=frozenset(),
-        why="only rank 5's status: it entered #120049 and has not completed it; nobody is seen behind"),
+        True,
+        frozenset({"b", "undetermined"}),
+        seq=120049,
+        culprits=frozenset(),
+        why="only rank 5's status: it entered #120049 and has not completed it; nobody is seen behind",
+    ),
     "arctic219_watchdog_stuck_heartbeat": Expect(
-        True, frozenset({"b", "undetermined"}), seq=120049, culprits=frozenset(),
-        why="rank 2 timed out in #120049, rank 7's watchdog is stuck in a CUDA/NCCL call"),
+        True,
+        frozenset({"b", "undetermined"}),
+        seq=120049,
+        culprits=frozenset(),
+        why="rank 2 timed out in #120049, rank 7's watchdog is stuck in a CUDA/NCCL call",
+    ),
     "awsofi24_horovod_efa_ring_net_libfabric_2_4": NONE,
     "deepspeed7128_commsplit_init_complete_collnet_channels": Expect(
-        True, frozenset({"a", "c"}), concluded="notes: hang after Init COMPLETE = application-level mismatch",
-        why="only the two Init COMPLETE lines: no collective-level evidence to reach it (expected miss)"),
+        True,
+        frozenset({"a", "c"}),
+        concluded="notes: hang after Init COMPLETE = application-level mismatch",
+        why="only the two Init COMPLETE lines: no collective-level evidence to reach it (expected miss)",
+    ),
     "deepspeed7533_dump_signal_from_rank6_and_watchdog": Expect(
-        True, seq=460631, not_blamed=frozenset({2, 6, 7}), detectors=frozenset({6}),
-        concluded="notes: rank 6 only detected first; rank 2 enqueued the SeqNum, so it is not the straggler"),
+        True,
+        seq=460631,
+        not_blamed=frozenset({2, 6, 7}),
+        detectors=frozenset({6}),
+        concluded="notes: rank 6 only detected first; rank 2 enqueued the SeqNum, so it is not the straggler",
+    ),
     "lightning4389_duplicate_global_ranks_srun": Expect(
-        False, concluded="root_cause: srun rank mapping gave duplicate GLOBAL_RANKs (not a stuck collective)"),
+        False, concluded="root_cause: srun rank mapping gave duplicate GLOBAL_RANKs (not a stuck collective)"
+    ),
     "lightning8707_only_half_members_init": NONE,
     "llamafactory6269_watchdog_reduce_scatter": Expect(
-        True, seq=7753, not_blamed=frozenset({0, 3, 4}), why="every visible rank entered #7753"),
+        True, seq=7753, not_blamed=frozenset({0, 3, 4}), why="every visible rank entered #7753"
+    ),
     "llamafactory8261_numbered_prefix_pg_status_first_pg_dump": Expect(
-        True, seq=2847, not_blamed=frozenset({0, 2}), detectors=frozenset({0}),
-        why="ranks 0 and 2 entered #2847 (enqueued 2855/2856); rank 0 signalled the dump"),
+        True,
+        seq=2847,
+        not_blamed=frozenset({0, 2}),
+        detectors=frozenset({0}),
+        why="ranks 0 and 2 entered #2847 (enqueued 2855/2856); rank 0 signalled the dump",
+    ),
     "milabench269_stream_prefix_wrapped_watchdog_reduce": Expect(
-        True, seq=2070, not_blamed=frozenset({11, 12, 14, 15}), why="wrapped watchdog lines, all at #2070"),
+        True, seq=2070, not_blamed=frozenset({11, 12, 14, 15}), why="wrapped watchdog lines, all at #2070"
+    ),
     "nccl1027_single_proc_8gpu_init_complete_then_stuck": NONE,
     "nccl147_interleaved_midline_ring_p2p_old": NONE,
     "nccl147_nccl_2_3_5_ib_init_app_interleaved": NONE,
     "nccl1609_h800_nvls_timeout": NONE,
     "nccl1911_ras_mismatch_stragglers_2_26_2": Expect(
-        True, frozenset({"a"}), seq=641, culprits=NOT_30,
-        concluded="notes: 30 ranks at op 640 never launched op 641: they are the stragglers"),
+        True,
+        frozenset({"a"}),
+        seq=641,
+        culprits=NOT_30,
+        concluded="notes: 30 ranks at op 640 never launched op 641: they are the stragglers",
+    ),
     "nccl224_horovod_roce_34_hcas_empty_oob": NONE,
     "nccl367_docker_multiproc_hang": NONE,
     "nccl447_gcp_slurm_socket_hang": Expect(
-        False, concluded="root_cause: PyTorch build vs NVIDIA driver mismatch (not a collective-level cause)"),
+        False, concluded="root_cause: PyTorch build vs NVIDIA driver mismatch (not a collective-level cause)"
+    ),
     "nccl606_rtx_a6000_padded_lines_acs_hang_2_11_4": Expect(
-        True, frozenset({"b"}), concluded="root_cause: PCIe ACS makes the P2P path hang (transport layer)",
-        why="the excerpt is the init header only (expected miss)"),
+        True,
+        frozenset({"b"}),
+        concluded="root_cause: PCIe ACS makes the P2P path hang (transport layer)",
+        why="the excerpt is the init header only (expected miss)",
+    ),
     "nccl634_ibbond_8gpu_init_hang": NONE,
     "nccl719_k9s_prefix_ib_3nics_hang": NONE,
     "nccl857_single_node_socket_one_gpu_hang": NONE,
     "nccltests193_indented_proxy_opid_18node_hang": NONE,
     "nccltests311_collnet_4node_trees_proxy_uds": NONE,
     "openrlhf1126_flight_recorder_dump_signal_from_rank34": Expect(
-        True, frozenset({"undetermined"}), culprits=frozenset(),
-        why="five ranks only observed the dump signal: the first detector and the culprit are elsewhere"),
+        True,
+        frozenset({"undetermined"}),
+        culprits=frozenset(),
+        why="five ranks only observed the dump signal: the first detector and the culprit are elsewhere",
+    ),
     "primerl3186_alltoall_timeout_dump_from_rank13": Expect(
-        True, seq=1260, not_blamed=frozenset({0, 13}), detectors=frozenset({13}),
-        concluded="root_cause: rank 13 timed out (detected it); rank 0 only received the dump signal"),
+        True,
+        seq=1260,
+        not_blamed=frozenset({0, 13}),
+        detectors=frozenset({13}),
+        concluded="root_cause: rank 13 timed out (detected it); rank 0 only received the dump signal",
+    ),
     "pytorch118369_watchdog_legacy_format_progressbar": Expect(
-        True, frozenset({"c"}), concluded="notes: different SeqNums per rank (96120 vs 64088): ranks diverged"),
+        True, frozenset({"c"}), concluded="notes: different SeqNums per rank (96120 vs 64088): ranks diverged"
+    ),
     "transformers20438_indented_graph_search_patterns": NONE,
     "vllm6042_ray_ansi_prefix_torch23_watchdog_gather": Expect(
-        True, seq=158046, culprits=frozenset(), why="the only rank seen entered #158046"),
+        True, seq=158046, culprits=frozenset(), why="the only rank seen entered #158046"
+    ),
     "vllmomni2928_dump_signal_from_this_local_rank": Expect(
-        True, frozenset({"e"}), culprits=frozenset(), detectors=frozenset({1}),
-        concluded="notes: last enqueued == last completed on both ranks: the hang is not in NCCL"),
+        True,
+        frozenset({"e"}),
+        culprits=frozenset(),
+        detectors=frozenset({1}),
+        concluded="notes: last enqueued == last completed on both ranks: the hang is not in NCCL",
+    ),
 }
 LABELS = ("hang", "watchdog_timeout", "timeout")
 
@@ -111,8 +154,11 @@ def _check(e: Expect, log: Path) -> tuple[bool, str]:
 
 @pytest.mark.corpus
 def test_expected_table_covers_every_labelled_log(corpus_dir: Path) -> None:
-    labelled = {m.name.removesuffix(".meta.json") for m in corpus_dir.glob("*.meta.json")
-                if json.loads(m.read_text())["failure"] in LABELS}
+    labelled = {
+        m.name.removesuffix(".meta.json")
+        for m in corpus_dir.glob("*.meta.json")
+        if json.loads(m.read_text())["failure"] in LABELS
+    }
     assert labelled == set(EXPECTED)
 
 
@@ -127,6 +173,8 @@ def test_corpus_hit_rate(corpus_dir: Path) -> None:
             concluded_hits += ok
         lines.append(f"{'HIT ' if ok else 'MISS'} {name}: {got[:160]}")
     print("\n".join(lines))
-    print(f"hang corpus: {hits}/{len(EXPECTED)} as expected; where the thread concluded: {concluded_hits}/{concluded}")
+    print(
+        f"hang corpus: {hits}/{len(EXPECTED)} as expected; where the thread concluded: {concluded_hits}/{concluded}"
+    )
     # The two misses are excerpts without any collective-level line (nccl606, deepspeed7128).
     assert hits >= len(EXPECTED) - 2 and concluded_hits >= concluded - 2

@@ -58,6 +58,7 @@ def test_nccl_dumps_keep_their_completion_semantics(tmp_path: Path) -> None:
     """The same shape, one rank's dump a collective behind while everything enqueued has completed:
     with NCCL (entries marked completed) that rank's dump is merely older, not a hang (e); with gloo
     (entries never marked, only retired) the rank behind never entered (a)."""
+
     def dumps(backend: str) -> dict[int, dict[str, object]]:
         out = {}
         for r in range(4):
@@ -65,8 +66,13 @@ def test_nccl_dumps_keep_their_completion_semantics(tmp_path: Path) -> None:
             ents = [fr_entry(i, i + 1) for i in range(top)]
             if backend == "gloo":
                 for e in ents:
-                    e.update(profiling_name="gloo:all_reduce", state="scheduled", time_discovered_started_ns=None,
-                             time_discovered_completed_ns=None, retired=True)
+                    e.update(
+                        profiling_name="gloo:all_reduce",
+                        state="scheduled",
+                        time_discovered_started_ns=None,
+                        time_discovered_completed_ns=None,
+                        retired=True,
+                    )
             out[r] = fr_dump(ents, top, top, 4)
         return out
 
@@ -103,24 +109,42 @@ def test_crash_signal_and_mismatch_abort() -> None:
 
 def test_watchdog_sigabrt_after_a_timeout_is_an_echo() -> None:
     """NCCL's watchdog takes a timed-out process down with SIGABRT: those ranks are waiters, not dead first."""
-    exits = pl.DataFrame({"rank": [0, 1, 2], "exit_code": [-6, -6, -6], "signal": ["SIGABRT"] * 3, "pid": [1, 2, 3],
-                          "root_cause": [True, False, False], "stopped_by_launcher": [False] * 3,
-                          "path": ["t.log"] * 3, "line": [1, 2, 3], "text": ["x"] * 3}, schema=X.EXITS)
-    assert X.died_ranks(exits, waiters={0, 2}, logged={0, 1, 2}) == {1: X.died_ranks(exits, {0, 2}, {0, 1, 2})[1]}
+    exits = pl.DataFrame(
+        {
+            "rank": [0, 1, 2],
+            "exit_code": [-6, -6, -6],
+            "signal": ["SIGABRT"] * 3,
+            "pid": [1, 2, 3],
+            "root_cause": [True, False, False],
+            "stopped_by_launcher": [False] * 3,
+            "path": ["t.log"] * 3,
+            "line": [1, 2, 3],
+            "text": ["x"] * 3,
+        },
+        schema=X.EXITS,
+    )
+    assert X.died_ranks(exits, waiters={0, 2}, logged={0, 1, 2}) == {
+        1: X.died_ranks(exits, {0, 2}, {0, 1, 2})[1]
+    }
     assert X.died_ranks(exits, waiters=set(), logged=set()) == {}  # all aborted, no logs: nobody singled out
     assert set(X.died_ranks(exits.head(1), waiters=set(), logged=set())) == {0}
 
 
 def test_file_rank_from_tags_or_name(tmp_path: Path) -> None:
-    (tmp_path / "rank7.log").write_text("RuntimeError: [a/unbound_buffer.cc:78] Timed out waiting 5000ms for recv "
-                                        "operation to complete\n")
-    (tmp_path / "worker.out").write_text("[rank4]:[I1121 22:03:25.309211824 reducer.cpp:1228] Reducer: x\nhello\n")
+    (tmp_path / "rank7.log").write_text(
+        "RuntimeError: [a/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete\n"
+    )
+    (tmp_path / "worker.out").write_text(
+        "[rank4]:[I1121 22:03:25.309211824 reducer.cpp:1228] Reducer: x\nhello\n"
+    )
     lf = read_logs([str(tmp_path / "rank7.log"), str(tmp_path / "worker.out")])
     fr = dict(X.file_ranks(lf).iter_rows())
     assert fr == {str(tmp_path / "rank7.log"): 7, str(tmp_path / "worker.out"): 4}
 
 
-def test_json_flight_dump_on_the_command_line_is_a_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_flight_dump_on_the_command_line_is_a_dump(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     paths = write_dumps(tmp_path, fr_scenario("a", 3, culprit=2), fmt="json")
     assert classify_inputs(paths).dumps == tuple(paths)
     assert classify_inputs([str(tmp_path)]).dumps == tuple(sorted(paths))

@@ -58,8 +58,9 @@ def test_dumps_through_analyze(tmp_path: Path) -> None:
     assert hang.ranks == (1,) and hang.metrics["source"] == "flight"
 
 
-def test_terminal_report_opens_with_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_terminal_report_opens_with_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "400")
     paths = scenario("b", 4).write(tmp_path)
     assert main(["analyze", "-q", *paths]) == 1

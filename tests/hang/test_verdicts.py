@@ -60,7 +60,9 @@ def test_first_detector_is_never_blamed(tmp_path: Path, n: int) -> None:
 @pytest.mark.parametrize("klass", ["a", "b", "c", "e"])
 def test_flight_recorder_dumps_alone(tmp_path: Path, klass: str, n: int) -> None:
     culprit = n - 1
-    v = build_hang_view(read_logs([]), read_flight(write_dumps(tmp_path, fr_scenario(klass, n, culprit)))).verdicts[0]
+    v = build_hang_view(
+        read_logs([]), read_flight(write_dumps(tmp_path, fr_scenario(klass, n, culprit)))
+    ).verdicts[0]
     assert v.klass == klass and v.source == "flight"
     expected = (0, 1) if (klass, n) == ("c", 2) else (culprit,) if klass in "ac" else ()
     assert v.culprits == expected
@@ -72,7 +74,9 @@ def test_real_gloo_dumps(samples_dir: Path) -> None:
     base = samples_dir / "hang" / "flight_gloo_torch2.13"
     got = {}
     for sc in ("a_rank_skips", "c_mismatch", "e_all_done"):
-        v = build_hang_view(read_logs([]), read_flight(sorted(str(p) for p in (base / sc).glob("nccl_*")))).verdicts[0]
+        v = build_hang_view(
+            read_logs([]), read_flight(sorted(str(p) for p in (base / sc).glob("nccl_*")))
+        ).verdicts[0]
         got[sc] = (v.klass, v.culprits)
     assert got == {"a_rank_skips": ("a", (2,)), "c_mismatch": ("c", (1,)), "e_all_done": ("e", ())}
 
@@ -86,6 +90,7 @@ def test_logs_and_dumps_together(tmp_path: Path) -> None:
 
 
 # --- partial evidence -----------------------------------------------------------------------------
+
 
 def test_only_some_ranks_logs(tmp_path: Path) -> None:
     """The culprit's log is missing: the group size (NCCL nranks) names the silent rank, softly."""
@@ -142,8 +147,11 @@ def test_nccl_coll_mismatch_alone(tmp_path: Path) -> None:
 
 def test_rank_facts_per_communicator(tmp_path: Path) -> None:
     job = scenario("a", 4, pgs=2, culprit=1)
-    job.add(3, f"{job.prefix(3)} misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer "
-               "node-00<41234>")
+    job.add(
+        3,
+        f"{job.prefix(3)} misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer "
+        "node-00<41234>",
+    )
     rep = _hang(job.write(tmp_path))
     f = rep.facts
     assert f.height == 8 and f["init_start"].all() and f["init_complete"].all()

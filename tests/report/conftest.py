@@ -145,20 +145,22 @@ def log_frames() -> LogFrames:
             ],
         ),
         connections=_rows(S.CONNECTIONS, conns),
-        coll=CollLines.of(_rows(
-            S.COLLECTIVES,
-            [
-                {
-                    "host": _host(r),
-                    "pid": 1000 + r,
-                    "op": "AllReduce",
-                    "op_count": 41 if r == 5 else 42,
-                    "nranks": 8,
-                    "comm_ptr": f"0x55d1c2a3b4{r:02d}",
-                }
-                for r in range(8)
-            ],
-        )),
+        coll=CollLines.of(
+            _rows(
+                S.COLLECTIVES,
+                [
+                    {
+                        "host": _host(r),
+                        "pid": 1000 + r,
+                        "op": "AllReduce",
+                        "op_count": 41 if r == 5 else 42,
+                        "nranks": 8,
+                        "comm_ptr": f"0x55d1c2a3b4{r:02d}",
+                    }
+                    for r in range(8)
+                ],
+            )
+        ),
         torch=_rows(
             S.TORCH,
             [

@@ -33,8 +33,12 @@ def _terminal_odd(s: object) -> set[tuple[int, str]]:
     heads = [str(c.header) for c in table.columns]
     cells = [list(c._cells) for c in table.columns]
     ranks = [int(x) for x in cells[heads.index("rank")]]
-    return {(ranks[i], doc["ranks"]["columns"][j]) for j, col in enumerate(cells) for i, v in enumerate(col)
-            if str(v).startswith("[red]")}
+    return {
+        (ranks[i], doc["ranks"]["columns"][j])
+        for j, col in enumerate(cells)
+        for i, v in enumerate(col)
+        if str(v).startswith("[red]")
+    }
 
 
 def _markdown_odd(s: object) -> set[tuple[int, str]]:
@@ -75,7 +79,7 @@ class _Cells(HTMLParser):
 
 def _html_odd(s: object) -> set[tuple[int, str]]:
     page = RENDERERS["html"].render(s, Options())  # type: ignore[arg-type]
-    section = page.split("id=\"ranks\"", 1)[1]
+    section = page.split('id="ranks"', 1)[1]
     table = section.split("<table><tr><th>rank</th>", 1)[1].split("</table>", 1)[0]
     p = _Cells()
     p.feed("<table><tr><th>rank</th>" + table + "</table>")
@@ -88,8 +92,11 @@ def test_every_renderer_flags_the_same_odd_cells(split: str) -> None:
     s = _split_session(split)
     doc = document_for(s)  # type: ignore[arg-type]
     expected = {(r["cells"]["rank"], c) for r in doc["ranks"]["rows"] for c in r["odd"]}
-    versions = {(r["cells"]["rank"], "nccl_version") for r in doc["ranks"]["rows"]
-                if split == "2/2" or r["cells"]["nccl_version"] == "2.14.3"}
+    versions = {
+        (r["cells"]["rank"], "nccl_version")
+        for r in doc["ranks"]["rows"]
+        if split == "2/2" or r["cells"]["nccl_version"] == "2.14.3"
+    }
     assert versions <= expected  # a tie marks both sides, a 3/1 split the one
     assert _terminal_odd(s) == expected
     assert _markdown_odd(s) == expected

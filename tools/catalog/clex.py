@@ -37,8 +37,20 @@ for _kind in "diouxX":
         PRI[f"PRI{_kind}LEAST{_n}"] = PRI[f"PRI{_kind}{_n}"]
         PRI[f"PRI{_kind}FAST{_n}"] = PRI[f"PRI{_kind}{_n}"] if _n in ("8",) else "l" + _kind
 
-_ESC = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b",
-        "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ESC = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "e": "\x1b",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 _ESC_RE = re.compile(r"\\(x[0-9a-fA-F]+|[0-7]{1,3}|.)", re.DOTALL)
 
 
@@ -71,7 +83,7 @@ class Call:
 
 def decode_literal(text: str) -> str:
     """A C string literal token (with quotes and optional prefix) -> its characters."""
-    body = text[text.index('"') + 1:-1]
+    body = text[text.index('"') + 1 : -1]
 
     def one(m: re.Match[str]) -> str:
         e = m.group(1)
@@ -110,7 +122,7 @@ def _directive(toks: list[Tok], file: str, defines: list[Define]) -> None:
             return
         names = [t.text for t in rest[1:close] if t.text != ","]
         params = tuple("__VA_ARGS__" if p == "..." else p for p in _join_dots(names))
-        rest = rest[close + 1:]
+        rest = rest[close + 1 :]
     defines.append(Define(name.text, params, tuple(rest), file, name.line))
 
 

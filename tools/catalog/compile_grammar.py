@@ -30,10 +30,27 @@ CV_STR: /.+/
 CV_PAD: / +/
 CV_LEAD: / +/
 """
-TERM_OF = {"d": "CV_INT", "i": "CV_INT", "u": "CV_UINT", "o": "CV_UINT", "x": "CV_HEX", "X": "CV_HEX",
-           "p": "CV_PTR", "c": "CV_CHAR", "s": "CV_STR", "m": "CV_STR"}
-SAMPLE = {"CV_INT": "3", "CV_UINT": "3", "CV_HEX": "1b000", "CV_PTR": "0x7f12ab34cd00", "CV_FLOAT": "12.5",
-          "CV_CHAR": "x", "CV_STR": "eth0"}
+TERM_OF = {
+    "d": "CV_INT",
+    "i": "CV_INT",
+    "u": "CV_UINT",
+    "o": "CV_UINT",
+    "x": "CV_HEX",
+    "X": "CV_HEX",
+    "p": "CV_PTR",
+    "c": "CV_CHAR",
+    "s": "CV_STR",
+    "m": "CV_STR",
+}
+SAMPLE = {
+    "CV_INT": "3",
+    "CV_UINT": "3",
+    "CV_HEX": "1b000",
+    "CV_PTR": "0x7f12ab34cd00",
+    "CV_FLOAT": "12.5",
+    "CV_CHAR": "x",
+    "CV_STR": "eth0",
+}
 
 
 def lark_string(s: str) -> str:
@@ -133,8 +150,9 @@ def check(text: str, doc: dict[str, Any]) -> None:
             print(f"polars: {name} pattern ok ({len(pat)} chars)")
         except Exception as e:  # noqa: BLE001 - report any Polars/Rust regex failure
             print(f"polars: {name} pattern failed: {str(e)[:200]}")
-    pl_bad = [p for p, s in zip(pats, samples, strict=True)
-              if not pl.Series([s]).str.contains(f"^(?:{p})$").item()]
+    pl_bad = [
+        p for p, s in zip(pats, samples, strict=True) if not pl.Series([s]).str.contains(f"^(?:{p})$").item()
+    ]
     print(f"polars: {len(pats) - len(pl_bad)} of {len(pats)} per-rule patterns match their sample")
     if bad or pl_bad:
         raise SystemExit(1)

@@ -48,7 +48,7 @@ def pieces(line: str, types: list[str]) -> list[tuple[str, str]]:
     lit: list[str] = []
     pos, k = 0, 0
     for m in _TOKEN.finditer(line):
-        lit.append(line[pos:m.start()])
+        lit.append(line[pos : m.start()])
         if m.group(0) == "{}":
             if "".join(lit):
                 out.append(("lit", "".join(lit)))
@@ -86,8 +86,9 @@ def build(catalog: dict[str, Any]) -> tuple[str, list[dict[str, Any]], dict[str,
         if n < MIN_LITERAL:
             skipped["short_first_line"] += 1
             continue
-        body = " ".join(lark_string(t) if k == "lit" else TERMINALS[t][0] + ("?" if t == "any" else "")
-                        for k, t in ps)
+        body = " ".join(
+            lark_string(t) if k == "lit" else TERMINALS[t][0] + ("?" if t == "any" else "") for k, t in ps
+        )
         rules.append((n, m["id"], body, ps))
     rules.sort(key=lambda r: (-r[0], r[1]))
     head: list[str] = [
@@ -95,16 +96,20 @@ def build(catalog: dict[str, Any]) -> tuple[str, list[dict[str, Any]], dict[str,
         "// do not edit. PyTorch's distributed messages (torch 1.13 -> 2.9), one rule per recognisable",
         "// message: first non-blank line only, trailing whitespace stripped. Message texts are quoted from",
         "// PyTorch's sources (BSD-3-Clause, Copyright (c) 2016- Facebook, Inc; see grammars/catalog/TORCH.md).",
-        (f"// {len(rules)} rules; skipped: {skipped['unrecognisable']} unrecognisable, "
-         f"{skipped['short_first_line']} with under {MIN_LITERAL} literal characters on their first line."),
+        (
+            f"// {len(rules)} rules; skipped: {skipped['unrecognisable']} unrecognisable, "
+            f"{skipped['short_first_line']} with under {MIN_LITERAL} literal characters on their first line."
+        ),
         "",
         "torch_catalog: " + "\n             | ".join(f"tm_{r[1]}" for r in rules),
         "",
     ]
     rule_lines = [f"tm_{r[1]}: {r[2]}" for r in rules]
     terms = ["", *(f"{name}: {pat}" for name, pat, _ in TERMINALS.values()), ""]
-    samples = [{"rule": f"tm_{r[1]}",
-                "sample": "".join(t if k == "lit" else TERMINALS[t][2] for k, t in r[3])} for r in rules]
+    samples = [
+        {"rule": f"tm_{r[1]}", "sample": "".join(t if k == "lit" else TERMINALS[t][2] for k, t in r[3])}
+        for r in rules
+    ]
     return "\n".join(head + rule_lines + terms), samples, skipped
 
 

@@ -30,7 +30,9 @@ def main() -> None:
             out[e.id] = fams[i] if i is not None else "catalog"
     path = ROOT / "tests" / "parse" / "catalog_families.json"
     path.write_text(json.dumps(out, indent=0, sort_keys=True) + "\n")
-    print(f"{len(out)} formats: {sum(v != 'catalog' for v in out.values())} in a family, rest named by the catalog")
+    print(
+        f"{len(out)} formats: {sum(v != 'catalog' for v in out.values())} in a family, rest named by the catalog"
+    )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ class Extractor:
             self._defines[key] = out
         return self._defines[key]
 
-    def calls(self, repo: Repo, path: str, sha: str, names: frozenset[str], quick: re.Pattern[str]) -> list[Call]:
+    def calls(
+        self, repo: Repo, path: str, sha: str, names: frozenset[str], quick: re.Pattern[str]
+    ) -> list[Call]:
         key = (sha, path)
         if key not in self._calls:
             text = self.text(repo, sha)
@@ -77,10 +79,17 @@ class Extractor:
         for repo in self.repos:
             trees = {t: repo.tree(t) for t in repo.tags}
             repo.load_blobs({sha for files in trees.values() for _p, sha in files})
-            tables = {t: MacroTable([d for p, s in files for d in self.defines(repo, p, s)])
-                      for t, files in trees.items()}
-            names = frozenset().union(*(tb.dependent_names() | {"WARN", "INFO", "TRACE", "VERSION", "TRACE_CALL",
-                                                                 "ofi_log_function"} for tb in tables.values()))
+            tables = {
+                t: MacroTable([d for p, s in files for d in self.defines(repo, p, s)])
+                for t, files in trees.items()
+            }
+            names = frozenset().union(
+                *(
+                    tb.dependent_names()
+                    | {"WARN", "INFO", "TRACE", "VERSION", "TRACE_CALL", "ofi_log_function"}
+                    for tb in tables.values()
+                )
+            )
             quick = re.compile(r"\b(?:" + "|".join(sorted(names)) + r")\s*\(")
             for tag, files in trees.items():
                 table = tables[tag]
@@ -152,10 +161,20 @@ def to_message(a: Acc, order: dict[str, list[str]], used: set[str]) -> dict[str,
     msg["wrappers"] = sorted(a.wrappers)
     msg["releases"] = {r: runs(order[r], a.releases[r]) for r in order if r in a.releases}
     sites = []
-    for (repo, file), lines in sorted(a.sites.items(), key=lambda kv: (list(order).index(kv[0][0]), kv[0][1])):
+    for (repo, file), lines in sorted(
+        a.sites.items(), key=lambda kv: (list(order).index(kv[0][0]), kv[0][1])
+    ):
         tags = [t for t in order[repo] if t in lines]
-        sites.append({"repo": repo, "file": file, "line": lines[tags[-1]], "first": tags[0], "last": tags[-1],
-                      "first_line": lines[tags[0]]})
+        sites.append(
+            {
+                "repo": repo,
+                "file": file,
+                "line": lines[tags[-1]],
+                "first": tags[0],
+                "last": tags[-1],
+                "first_line": lines[tags[0]],
+            }
+        )
     msg["sites"] = sites
     return msg
 
@@ -173,7 +192,13 @@ def build_repos(args: argparse.Namespace) -> list[Repo]:
         Repo("nccl", "NVIDIA/nccl", args.nccl, ("src",), "nccl"),
         Repo("rccl", "ROCm/rccl", args.rccl, ("src",), "rccl"),
         Repo("aws-ofi-nccl", "aws/aws-ofi-nccl", args.aws, ("src", "include"), "aws"),
-        Repo("nccl-rdma-sharp-plugins", "Mellanox/nccl-rdma-sharp-plugins", args.sharp, ("src", "include"), "sharp"),
+        Repo(
+            "nccl-rdma-sharp-plugins",
+            "Mellanox/nccl-rdma-sharp-plugins",
+            args.sharp,
+            ("src", "include"),
+            "sharp",
+        ),
     ]
 
 
@@ -198,8 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {
         "generated_by": "tools/catalog/extract.py",
         "licenses": {r.github: licence(r) for r in repos},
-        "sources": {r.key: {"github": r.github, "dirs": list(r.dirs), "tags": r.tags,
-                            "commit_per_tag": r.commits} for r in repos},
+        "sources": {
+            r.key: {"github": r.github, "dirs": list(r.dirs), "tags": r.tags, "commit_per_tag": r.commits}
+            for r in repos
+        },
         "prefixes": {f"{r.key}:{t}": prefix_of(r, t) for r in repos[:2] for t in r.tags},
         "messages": [to_message(a, order, used) for a in accs],
     }

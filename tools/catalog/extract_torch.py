@@ -83,8 +83,13 @@ def normalise(parts: list[Part]) -> tuple[str, list[str], str | None]:
     if merged and merged[0][0] == "prefix":
         prefix = merged[0][1]
         merged = merged[1:]
-    elif (len(merged) >= 3 and merged[0] == ("lit", "[Rank ") and merged[1][0] == "ph"
-          and merged[2][0] == "lit" and merged[2][1].startswith("] ")):
+    elif (
+        len(merged) >= 3
+        and merged[0] == ("lit", "[Rank ")
+        and merged[1][0] == "ph"
+        and merged[2][0] == "lit"
+        and merged[2][1].startswith("] ")
+    ):
         prefix = "[Rank {}] "
         rest = merged[2][1][2:]
         merged = ([("lit", rest)] if rest else []) + merged[3:]
@@ -190,8 +195,9 @@ _STR_RUN = re.compile(r'^(?:u8|L|u|U)?"((?:[^"\\]|\\.)*)"\s*')
 def string_literal(expr: str) -> str | None:
     """`"a" "b"` (adjacent literals, optionally wrapped in std::string(...)) -> text; else None."""
     e = expr.strip()
-    m = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", e, re.DOTALL) or re.fullmatch(r"std::string_view\s*\((.*)\)",
-                                                                              e, re.DOTALL)
+    m = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", e, re.DOTALL) or re.fullmatch(
+        r"std::string_view\s*\((.*)\)", e, re.DOTALL
+    )
     if m:
         e = m.group(1).strip()
     if not e.startswith('"') and not re.match(r'(?:u8|L|u|U)"', e):
@@ -202,7 +208,7 @@ def string_literal(expr: str) -> str | None:
         if not m2:
             return None
         text.append(unescape_cpp(m2.group(1)))
-        e = e[m2.end():]
+        e = e[m2.end() :]
     return "".join(text)
 
 
@@ -221,7 +227,8 @@ def unescape_cpp(s: str) -> str:
 _INT_HINT = re.compile(
     r"(?:^std::to_string\(|\.count\(\)$|\.size\(\)$|^(?:rank_?|size_?|globalRank\(\)|getRank\(\)|getSize\(\)|"
     r"local_id_|deviceIndex|device_index|port|pid|getpid\(\)|numRanks|worldSize|world_size|nRanks|"
-    r"seq_?|seqCollective_|seqP2P_|opId_?|retries|attempt)$)")
+    r"seq_?|seqCollective_|seqP2P_|opId_?|retries|attempt)$)"
+)
 
 
 def cpp_placeholder(expr: str) -> str:
@@ -243,11 +250,11 @@ def cpp_parts(expr: str) -> list[Part]:
         return [("prefix", "logPrefix()")]
     m = re.match(r"(?:c10::)?str\s*\(", e)
     if m and match_paren(e, m.end() - 1) == len(e):
-        inner = e[m.end():-1]
+        inner = e[m.end() : -1]
         return [p for a in split_top(inner, ",") if a for p in cpp_parts(a)]
     m = re.match(r"fmt::format\s*\(", e)
     if m and match_paren(e, m.end() - 1) == len(e):
-        return fmt_parts(split_top(e[m.end():-1], ","))
+        return fmt_parts(split_top(e[m.end() : -1], ","))
     pieces = split_top(e, "+")
     if len(pieces) > 1 and any(string_literal(p) is not None for p in pieces):
         return [p for piece in pieces for p in cpp_parts(piece)]
@@ -282,7 +289,7 @@ def brace_fields(fmt: str, field: Callable[[str], Part]) -> list[Part]:
     parts: list[Part] = []
     pos = 0
     for m in _FMT_FIELD.finditer(fmt):
-        parts.append(("lit", fmt[pos:m.start()]))
+        parts.append(("lit", fmt[pos : m.start()]))
         tok = m.group(0)
         if tok in ("{{", "}}"):
             parts.append(("lit", tok[0]))
@@ -296,11 +303,17 @@ def brace_fields(fmt: str, field: Callable[[str], Part]) -> list[Part]:
 _CPP_CALL = re.compile(
     r"\b(?P<name>LOG|VLOG|LOG_FIRST_N|C10_LOG_FIRST_N|TORCH_WARN_ONCE|TORCH_WARN|TORCH_CHECK_WITH|TORCH_CHECK|"
     r"TORCH_INTERNAL_ASSERT|C10_THROW_ERROR|C10D_THROW_ERROR|C10D_DEBUG|C10D_INFO|C10D_WARNING|C10D_ERROR|"
-    r"C10D_CRITICAL|c10::str|fmt::format)\s*\(")
+    r"C10D_CRITICAL|c10::str|fmt::format)\s*\("
+)
 _STRING_DECL = re.compile(r"\b(?:const\s+)?(?:std::string|auto)\s+\w+\s*=\s*(?=\")")
 _LOG_LEVEL = {"INFO": "info", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal"}
-_C10D_LEVEL = {"C10D_DEBUG": "debug", "C10D_INFO": "info", "C10D_WARNING": "warning", "C10D_ERROR": "error",
-               "C10D_CRITICAL": "fatal"}
+_C10D_LEVEL = {
+    "C10D_DEBUG": "debug",
+    "C10D_INFO": "info",
+    "C10D_WARNING": "warning",
+    "C10D_ERROR": "error",
+    "C10D_CRITICAL": "fatal",
+}
 
 
 def scan_cpp(path: str, src: str) -> list[Found]:
@@ -323,12 +336,12 @@ def scan_cpp(path: str, src: str) -> list[Found]:
     for m in _CPP_CALL.finditer(text):
         if inside(m.start()) or (m.start() > 0 and text[m.start() - 1] in "_#"):
             continue
-        if re.search(r"#\s*define\s+\w*\s*$", text[max(0, m.start() - 60):m.start()]):
+        if re.search(r"#\s*define\s+\w*\s*$", text[max(0, m.start() - 60) : m.start()]):
             continue  # the macro's own definition
         name = m.group("name")
         open_i = m.end() - 1
         close = match_paren(text, open_i)
-        args = split_top(text[open_i + 1:close - 1], ",")
+        args = split_top(text[open_i + 1 : close - 1], ",")
         if name in ("LOG", "VLOG", "LOG_FIRST_N", "C10_LOG_FIRST_N"):
             semi = statement_end(text, close)
             rest = text[close:semi].strip()
@@ -340,8 +353,12 @@ def scan_cpp(path: str, src: str) -> list[Found]:
             kind = "vlog" if name == "VLOG" else _LOG_LEVEL.get(level, "info")
             add(kind, parts, m.start(), semi)
         elif name in ("TORCH_WARN", "TORCH_WARN_ONCE"):
-            add("warn" if name == "TORCH_WARN" else "warn_once",
-                [p for a in args for p in cpp_parts(a)], m.start(), close)
+            add(
+                "warn" if name == "TORCH_WARN" else "warn_once",
+                [p for a in args for p in cpp_parts(a)],
+                m.start(),
+                close,
+            )
         elif name in ("TORCH_CHECK", "TORCH_INTERNAL_ASSERT"):
             if len(args) > 1:
                 add("check", [p for a in args[1:] for p in cpp_parts(a)], m.start(), close)
@@ -361,7 +378,7 @@ def scan_cpp(path: str, src: str) -> list[Found]:
         if inside(m.end()):
             continue
         semi = statement_end(text, m.end())
-        expr = text[m.end():semi]
+        expr = text[m.end() : semi]
         pieces = split_top(expr, "+")
         if len(pieces) > 1:
             add("string", [p for piece in pieces for p in cpp_parts(piece)], m.end(), semi)
@@ -390,10 +407,20 @@ def statement_end(text: str, i: int) -> int:
 
 # --- Python ------------------------------------------------------------------------------------------
 
-_PY_LEVELS = {"debug": "py_debug", "info": "py_info", "warning": "py_warning", "warn": "py_warning",
-              "error": "py_error", "exception": "py_exception", "critical": "py_critical", "fatal": "py_critical"}
-_PCT = re.compile(r"%(?:\((?P<key>\w+)\))?(?P<flags>[#0 +-]*)(?P<width>\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
-                  r"(?P<conv>[diouxXeEfFgGcrsa%])")
+_PY_LEVELS = {
+    "debug": "py_debug",
+    "info": "py_info",
+    "warning": "py_warning",
+    "warn": "py_warning",
+    "error": "py_error",
+    "exception": "py_exception",
+    "critical": "py_critical",
+    "fatal": "py_critical",
+}
+_PCT = re.compile(
+    r"%(?:\((?P<key>\w+)\))?(?P<flags>[#0 +-]*)(?P<width>\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
+    r"(?P<conv>[diouxXeEfFgGcrsa%])"
+)
 _MSG_VAR = re.compile(r"(?:^|_)(?:msg|message|title|err|error_str|reason)(?:$|_)", re.IGNORECASE)
 
 
@@ -401,7 +428,7 @@ def pct_parts(fmt: str) -> list[Part]:
     parts: list[Part] = []
     pos = 0
     for m in _PCT.finditer(fmt):
-        parts.append(("lit", fmt[pos:m.start()]))
+        parts.append(("lit", fmt[pos : m.start()]))
         conv = m.group("conv")
         if conv == "%":
             parts.append(("lit", "%"))
@@ -423,7 +450,7 @@ def brace_parts(fmt: str, dollar: bool = False) -> list[Part]:
         parts: list[Part] = []
         pos = 0
         for m in pat.finditer(fmt):
-            parts.append(("lit", fmt[pos:m.start()]))
+            parts.append(("lit", fmt[pos : m.start()]))
             parts.append(("lit", "$") if m.group(0) == "$$" else ("ph", "any"))
             pos = m.end()
         parts.append(("lit", fmt[pos:]))
@@ -451,8 +478,11 @@ def py_parts(node: ast.expr, env: dict[str, ast.expr], depth: int = 0) -> list[P
             elif isinstance(v, ast.FormattedValue):
                 spec = ""
                 if isinstance(v.format_spec, ast.JoinedStr):
-                    spec = "".join(c.value for c in v.format_spec.values
-                                   if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                    spec = "".join(
+                        c.value
+                        for c in v.format_spec.values
+                        if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                    )
                 parts.append(("ph", spec_type(spec)))
         return parts
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -465,8 +495,13 @@ def py_parts(node: ast.expr, env: dict[str, ast.expr], depth: int = 0) -> list[P
         if left is None and right is None:
             return None
         return (left or [("ph", "any")]) + (right or [("ph", "any")])
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
-            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):
         return brace_parts(node.func.value.value)
     if isinstance(node, ast.Name) and node.id in env and depth < 3:
         return py_parts(env[node.id], env, depth + 1)
@@ -541,8 +576,15 @@ def scan_py(path: str, src: str) -> list[Found]:
                     if isinstance(first, ast.Name):
                         used_names.add(first.id)
                     add(_PY_LEVELS[f.attr], log_parts(first, len(n.args) > 1, env), n)
-                elif ((isinstance(f, ast.Attribute) and f.attr == "warn" and isinstance(f.value, ast.Name)
-                       and f.value.id == "warnings") or (isinstance(f, ast.Name) and f.id == "warn")) and first:
+                elif (
+                    (
+                        isinstance(f, ast.Attribute)
+                        and f.attr == "warn"
+                        and isinstance(f.value, ast.Name)
+                        and f.value.id == "warnings"
+                    )
+                    or (isinstance(f, ast.Name) and f.id == "warn")
+                ) and first:
                     if isinstance(first, ast.Name):
                         used_names.add(first.id)
                     add("py_warn", py_parts(first, env), n)
@@ -554,8 +596,12 @@ def scan_py(path: str, src: str) -> list[Found]:
         for name, value, lineno in assigns:
             if name in used_names and not (isinstance(value, ast.Constant) and scope is tree):
                 continue  # already taken through the call that uses it
-            if scope is tree and "TEMPLATE" in name.upper() and isinstance(value, ast.Constant) \
-                    and isinstance(value.value, str):
+            if (
+                scope is tree
+                and "TEMPLATE" in name.upper()
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
                 dollar = "${" in value.value
                 for k, line in enumerate(value.value.split("\n")):
                     parts = brace_parts(line, dollar)
@@ -578,8 +624,13 @@ def scan_file(rel: str, src: str) -> list[Found]:
 
 
 def source_files(vdir: Path) -> list[Path]:
-    return sorted(p for p in vdir.rglob("*") if p.is_file() and p.suffix in (".py", *CPP_SUFFIXES)
-                  and p.relative_to(vdir).as_posix() != "torch/version.py")
+    return sorted(
+        p
+        for p in vdir.rglob("*")
+        if p.is_file()
+        and p.suffix in (".py", *CPP_SUFFIXES)
+        and p.relative_to(vdir).as_posix() != "torch/version.py"
+    )
 
 
 def git_version(vdir: Path) -> str | None:
@@ -597,22 +648,32 @@ def license_notice(src: Path, versions: list[str]) -> dict[str, str]:
         if lic.is_file():
             text = lic.read_text(encoding="utf-8")
             line = next((x.strip() for x in text.splitlines() if "Copyright (c) 2016-" in x), "")
-            return {"license": "BSD-3-Clause", "copyright": line, "from": f"{v}/LICENSE",
-                    "note": "Message texts are quoted from PyTorch's sources under its BSD-3-Clause licence; "
-                            "the full licence text is PyTorch's LICENSE file."}
+            return {
+                "license": "BSD-3-Clause",
+                "copyright": line,
+                "from": f"{v}/LICENSE",
+                "note": "Message texts are quoted from PyTorch's sources under its BSD-3-Clause licence; "
+                "the full licence text is PyTorch's LICENSE file.",
+            }
     return {"license": "BSD-3-Clause", "copyright": "", "from": "", "note": "LICENSE not found under --src"}
 
 
 def build(src: Path) -> dict[str, Any]:
-    versions = sorted((d.name for d in src.iterdir() if d.is_dir() and re.match(r"\d+\.\d+", d.name)),
-                      key=version_key)
+    versions = sorted(
+        (d.name for d in src.iterdir() if d.is_dir() and re.match(r"\d+\.\d+", d.name)), key=version_key
+    )
     entries: dict[tuple[str, str], Entry] = {}
     sources: list[dict[str, Any]] = []
     for v in versions:
         vdir = src / v
         files = source_files(vdir)
-        sources.append({"version": v, "commit": git_version(vdir),
-                        "files": [p.relative_to(vdir).as_posix() for p in files]})
+        sources.append(
+            {
+                "version": v,
+                "commit": git_version(vdir),
+                "files": [p.relative_to(vdir).as_posix() for p in files],
+            }
+        )
         for p in files:
             rel = p.relative_to(vdir).as_posix()
             for f in scan_file(rel, p.read_text(encoding="utf-8", errors="replace")):
@@ -633,23 +694,29 @@ def build(src: Path) -> dict[str, Any]:
     for e in entries.values():
         mid = "t" + hashlib.sha1((e.kind + e.fmt).encode("utf-8")).hexdigest()[:8]
         n = literal_chars(e.fmt)
-        rec: dict[str, Any] = {"id": mid, "kind": e.kind, "format": e.fmt, "placeholders": e.placeholders,
-                               "has_log_prefix": e.prefix is not None}
+        rec: dict[str, Any] = {
+            "id": mid,
+            "kind": e.kind,
+            "format": e.fmt,
+            "placeholders": e.placeholders,
+            "has_log_prefix": e.prefix is not None,
+        }
         if e.prefix:
             rec["prefix"] = e.prefix
         rec["sites"] = e.sites
         rec["versions"] = e.versions
         rec["recognisable"] = n >= MIN_LITERAL
         if n < MIN_LITERAL:
-            rec["unrecognisable_reason"] = (f"only {n} literal non-space character(s); "
-                                            f"the rest is placeholders")
+            rec["unrecognisable_reason"] = (
+                f"only {n} literal non-space character(s); the rest is placeholders"
+            )
         messages.append(rec)
     messages.sort(key=lambda r: (r["kind"], r["format"], r["id"]))
     return {
         "generated_by": f"{GENERATED_BY} --src <dir> (see grammars/catalog/TORCH.md)",
         "license_notice": license_notice(src, versions),
         "placeholder_syntax": "{} marks one value (types in `placeholders`: int, float, any); "
-                              "{{ and }} are literal braces",
+        "{{ and }} are literal braces",
         "sources": sources,
         "counts": counts(messages, versions),
         "messages": messages,
@@ -675,7 +742,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     data = build(args.src)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    args.out.write_text(
+        json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
+    )
     c = data["counts"]
     print(f"{c['total']} messages ({c['unrecognisable']} unrecognisable) -> {args.out}", file=sys.stderr)
     return 0

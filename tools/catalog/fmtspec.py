@@ -36,7 +36,7 @@ def segments(fmt: str) -> list[Segment]:
             out.append(s)
 
     for m in CONV_RE.finditer(fmt):
-        lit(fmt[pos:m.start()])
+        lit(fmt[pos : m.start()])
         pos = m.end()
         c = m.group("conv")
         if c == "%":
@@ -53,8 +53,9 @@ def match_line(fmt: str) -> str:
 
 
 def literal_chars(fmt: str) -> int:
-    return sum(len(s.replace(" ", "").replace("\t", "")) for s in segments(match_line(fmt))
-               if isinstance(s, str))
+    return sum(
+        len(s.replace(" ", "").replace("\t", "")) for s in segments(match_line(fmt)) if isinstance(s, str)
+    )
 
 
 def recognisable(fmt: str | None) -> tuple[bool, str | None]:

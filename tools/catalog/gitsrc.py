@@ -22,8 +22,9 @@ class Repo:
     _blobs: dict[str, str] = field(default_factory=dict)
 
     def git(self, *args: str, stdin: bytes | None = None) -> bytes:
-        return subprocess.run(["git", "-C", self.path, *args], input=stdin, check=True,
-                              capture_output=True).stdout
+        return subprocess.run(
+            ["git", "-C", self.path, *args], input=stdin, check=True, capture_output=True
+        ).stdout
 
     def tree(self, tag: str) -> list[tuple[str, str]]:
         """(path, blob id) of every source file under the repo's source dirs at tag."""
@@ -46,7 +47,7 @@ class Repo:
         for sha in todo:
             nl = raw.index(b"\n", pos)
             size = int(raw[pos:nl].split()[2])
-            self._blobs[sha] = raw[nl + 1:nl + 1 + size].decode("utf-8", "replace")
+            self._blobs[sha] = raw[nl + 1 : nl + 1 + size].decode("utf-8", "replace")
             pos = nl + 1 + size + 1
 
     def blob(self, sha: str) -> str:
@@ -80,7 +81,7 @@ def choose_tags(repo: Repo) -> list[str]:
     if repo.select == "aws":
         best = {}
         for t in tags:
-            if (m := re.fullmatch(r"v(\d+)\.(\d+)(?:\.(\d+))?(-?aws)?", t)):
+            if m := re.fullmatch(r"v(\d+)\.(\d+)(?:\.(\d+))?(-?aws)?", t):
                 k = (int(m.group(1)), int(m.group(2)))
                 rank = (_ver(t), t)
                 if k not in best or (_ver(best[k]), best[k]) < rank:

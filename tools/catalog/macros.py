@@ -30,8 +30,13 @@ BASES: dict[str, Base] = {
     "TRACE_CALL": Base("CALL", 0, None),
     "ofi_log_function": Base(None, 4, 1),
 }
-LOG_LEVELS = {"NCCL_LOG_WARN": "WARN", "NCCL_LOG_INFO": "INFO", "NCCL_LOG_TRACE": "TRACE",
-              "NCCL_LOG_VERSION": "VERSION", "NCCL_LOG_ABORT": "ABORT"}
+LOG_LEVELS = {
+    "NCCL_LOG_WARN": "WARN",
+    "NCCL_LOG_INFO": "INFO",
+    "NCCL_LOG_TRACE": "TRACE",
+    "NCCL_LOG_VERSION": "VERSION",
+    "NCCL_LOG_ABORT": "ABORT",
+}
 
 
 @dataclass(frozen=True)
@@ -80,13 +85,17 @@ def placeholders(d: Define) -> tuple[Tok, ...]:
     return tuple(out)
 
 
-def substitute(toks: tuple[Tok, ...], params: tuple[str, ...], args: tuple[tuple[Tok, ...], ...],
-               site: tuple[str, int] | None = None) -> tuple[Tok, ...]:
+def substitute(
+    toks: tuple[Tok, ...],
+    params: tuple[str, ...],
+    args: tuple[tuple[Tok, ...], ...],
+    site: tuple[str, int] | None = None,
+) -> tuple[Tok, ...]:
     """Replace placeholders for `params` with the call's arguments."""
     named = [p for p in params if p != "__VA_ARGS__"]
     env: dict[str, tuple[Tok, ...]] = {p: args[i] if i < len(args) else () for i, p in enumerate(named)}
     if "__VA_ARGS__" in params:
-        rest = args[len(named):]
+        rest = args[len(named) :]
         va: list[Tok] = []
         for j, a in enumerate(rest):
             if j:
@@ -118,7 +127,9 @@ class MacroTable:
             if key not in seen:
                 seen.add(key)
                 self.defs.setdefault(d.name, []).append(d)
-        self.names = frozenset(BASES) | frozenset(n for n, ds in self.defs.items() if ds[0].params is not None)
+        self.names = frozenset(BASES) | frozenset(
+            n for n, ds in self.defs.items() if ds[0].params is not None
+        )
         self._memo: dict[str, list[tuple[Define, list[Emit]]]] = {}
         self._busy: set[str] = set()
 
@@ -161,12 +172,15 @@ class MacroTable:
         out = []
         for name in sorted(self.defs):
             for _d, emits in self.templates(name):
-                out.extend(Emit(e.base, e.args, (name, *e.chain), e.file, e.line)
-                           for e in emits if not e.dependent())
+                out.extend(
+                    Emit(e.base, e.args, (name, *e.chain), e.file, e.line) for e in emits if not e.dependent()
+                )
         return out
 
     def dependent_names(self) -> frozenset[str]:
-        return frozenset(n for n in self.defs if any(e.dependent() for _d, es in self.templates(n) for e in es))
+        return frozenset(
+            n for n in self.defs if any(e.dependent() for _d, es in self.templates(n) for e in es)
+        )
 
 
 def _strip_parens(toks: tuple[Tok, ...]) -> tuple[Tok, ...]:
@@ -188,7 +202,7 @@ def _ternary(toks: tuple[Tok, ...]) -> tuple[tuple[Tok, ...], tuple[Tok, ...]] |
         elif depth == 0 and t.text == "?" and q < 0:
             q = i
         elif depth == 0 and t.text == ":" and q >= 0:
-            return toks[q + 1:i], toks[i + 1:]
+            return toks[q + 1 : i], toks[i + 1 :]
     return None
 
 

@@ -17,8 +17,13 @@ _LEVELS_RE = re.compile(r"TIMESTAMP_LEVELS.{0,300}?\(\s*1u?\s*<<\s*NCCL_LOG_(\w+
 def _norm(s: str) -> str:
     s = s.replace("\n", "")
     s = re.sub(r"%s$", "", s)
-    for a, b in (("%s:%d:%d", "host:pid:tid"), ("[%d]", "[dev]"), ("%f %s:%d", "ms func:line"),
-                 ("%s:%d (%s)", "file:line (func)"), ("%s:%d", "file:line")):
+    for a, b in (
+        ("%s:%d:%d", "host:pid:tid"),
+        ("[%d]", "[dev]"),
+        ("%f %s:%d", "ms func:line"),
+        ("%s:%d (%s)", "file:line (func)"),
+        ("%s:%d", "file:line"),
+    ):
         s = s.replace(a, b)
     return s
 
@@ -63,7 +68,8 @@ def prefix_of(repo: Repo, tag: str) -> dict[str, Any]:
     desc = {
         "warn": one("WARN"),
         "warn_func": any("(%s) NCCL WARN" in s for s in warns),
-        "warn_leading_newline": any(s.startswith("\n") for s in warns) or "\n" in lits
+        "warn_leading_newline": any(s.startswith("\n") for s in warns)
+        or "\n" in lits
         or bool(_WARN_NL_RE.search(text_all)),
         "info": one("INFO"),
         "trace": one("TRACE"),
@@ -95,8 +101,11 @@ def _licence_kind(text: str) -> str:
 def licence(repo: Repo) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for tag in dict.fromkeys([repo.tags[0], repo.tags[-1]]):
-        names = [p for p in repo.git("ls-tree", "--name-only", tag).decode().split()
-                 if re.match(r"(?i)licen[cs]e", p)]
+        names = [
+            p
+            for p in repo.git("ls-tree", "--name-only", tag).decode().split()
+            if re.match(r"(?i)licen[cs]e", p)
+        ]
         if not names:
             continue
         text = repo.show(tag, names[0]) or ""

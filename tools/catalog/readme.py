@@ -62,7 +62,7 @@ def _expand(tags: list[str], runs: list[str]) -> set[str]:
     for r in runs:
         a, _, b = r.partition("..")
         i, j = tags.index(a), tags.index(b or a)
-        have.update(tags[i:j + 1])
+        have.update(tags[i : j + 1])
     return have
 
 
@@ -76,8 +76,17 @@ def per_release(doc: dict[str, Any], repo: str) -> list[list[str]]:
             counts[t][m["level"]] += 1
             counts[t]["total"] += 1
             counts[t]["rec"] += m["recognisable"]
-    return [[t, str(c["INFO"]), str(c["WARN"]), str(c["TRACE"] + c["CALL"] + c["VERSION"]), str(c["total"]),
-             str(c["rec"])] for t, c in counts.items()]
+    return [
+        [
+            t,
+            str(c["INFO"]),
+            str(c["WARN"]),
+            str(c["TRACE"] + c["CALL"] + c["VERSION"]),
+            str(c["total"]),
+            str(c["rec"]),
+        ]
+        for t, c in counts.items()
+    ]
 
 
 def _sources(doc: dict[str, Any]) -> list[str]:
@@ -87,9 +96,13 @@ def _sources(doc: dict[str, Any]) -> list[str]:
         out.append(f"### {src['github']} (`{repo}`; dirs {', '.join(src['dirs'])})")
         out.append("")
         for tag, info in lic.items():
-            out.append(f"* Licence at `{tag}` ({info['file']}): **{info['license']}**; "
-                       + "; ".join(info["copyright"]))
-        out.append("* The catalog holds format strings derived from this project's sources, with this attribution.")
+            out.append(
+                f"* Licence at `{tag}` ({info['file']}): **{info['license']}**; "
+                + "; ".join(info["copyright"])
+            )
+        out.append(
+            "* The catalog holds format strings derived from this project's sources, with this attribution."
+        )
         out.append("")
         out.append(", ".join(f"`{t}` {c[:12]}" for t, c in src["commit_per_tag"].items()))
         out.append("")
@@ -99,16 +112,25 @@ def _sources(doc: dict[str, Any]) -> list[str]:
 def _counts(doc: dict[str, Any]) -> list[str]:
     msgs = doc["messages"]
     lit = [m for m in msgs if m["format"] is not None]
-    out = ["## Counts", "", (f"{len(msgs)} entries: {len(lit)} distinct literal formats, "
-           f"{len(msgs) - len(lit)} non-literal; {sum(m['recognisable'] for m in msgs)} recognisable."), ""]
+    out = [
+        "## Counts",
+        "",
+        (
+            f"{len(msgs)} entries: {len(lit)} distinct literal formats, "
+            f"{len(msgs) - len(lit)} non-literal; {sum(m['recognisable'] for m in msgs)} recognisable."
+        ),
+        "",
+    ]
     lv = Counter(m["level"] for m in lit)
     out += _table([[k, str(v)] for k, v in sorted(lv.items())], ["level", "formats"]) + [""]
     src = Counter(r for m in lit for r in m["sources"])
     out += _table([[k, str(v)] for k, v in src.items()], ["source", "formats"]) + [""]
     why = Counter(m["reason"] for m in msgs if m["format"] is None)
     out += ["Non-literal formats (skipped, kept with `format: null`):", ""]
-    out += [f"* {n} x {r}, e.g. `{next(m['expr'] for m in msgs if m.get('reason') == r)}`" for r, n in
-            sorted(why.items())]
+    out += [
+        f"* {n} x {r}, e.g. `{next(m['expr'] for m in msgs if m.get('reason') == r)}`"
+        for r, n in sorted(why.items())
+    ]
     unrec = Counter(m["unrecognisable_reason"] for m in lit if not m["recognisable"])
     out += ["", "Literal formats without a grammar rule:", ""]
     out += [f"* {n} x {r}" for r, n in sorted(unrec.items())]
@@ -122,11 +144,22 @@ def _prefixes(doc: dict[str, Any]) -> list[str]:
     rows = []
     for key, p in doc["prefixes"].items():
         d = p["descriptor"]
-        ts = f"{d['timestamp_format_default']!r} on {d['timestamp_levels_default']}" if d["timestamp"] else "-"
-        rows.append([key, f"`{d['warn']}`", "y" if d["warn_func"] else "", f"`{d['info']}`",
-                     "y" if d["call"] else "", ts])
-    return ["", "## Prefix formats per release", ""] + _table(rows, ["release", "warn", "func", "info", "call",
-                                                                    "timestamp default"])
+        ts = (
+            f"{d['timestamp_format_default']!r} on {d['timestamp_levels_default']}" if d["timestamp"] else "-"
+        )
+        rows.append(
+            [
+                key,
+                f"`{d['warn']}`",
+                "y" if d["warn_func"] else "",
+                f"`{d['info']}`",
+                "y" if d["call"] else "",
+                ts,
+            ]
+        )
+    return ["", "## Prefix formats per release", ""] + _table(
+        rows, ["release", "warn", "func", "info", "call", "timestamp default"]
+    )
 
 
 def write_readme(doc: dict[str, Any], path: Path) -> None:

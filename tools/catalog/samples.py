@@ -8,10 +8,27 @@ from __future__ import annotations
 
 import re
 
-CONV = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?(?P<len>hh|h|ll|l|L|z|j|t|q)?"
-                  r"(?P<conv>[diouxXeEfgGcspn%])")
-_VALUES = {"d": "3", "i": "3", "u": "3", "o": "3", "x": "1b000", "X": "1B000", "e": "1.5e+01", "E": "1.5E+01",
-           "f": "12.500000", "g": "12.5", "G": "12.5", "c": "x", "s": "eth0", "p": "0x7f12ab34cd00", "n": ""}
+CONV = re.compile(
+    r"%(?P<flags>[-+ #0]*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?(?P<len>hh|h|ll|l|L|z|j|t|q)?"
+    r"(?P<conv>[diouxXeEfgGcspn%])"
+)
+_VALUES = {
+    "d": "3",
+    "i": "3",
+    "u": "3",
+    "o": "3",
+    "x": "1b000",
+    "X": "1B000",
+    "e": "1.5e+01",
+    "E": "1.5E+01",
+    "f": "12.500000",
+    "g": "12.5",
+    "G": "12.5",
+    "c": "x",
+    "s": "eth0",
+    "p": "0x7f12ab34cd00",
+    "n": "",
+}
 
 
 def fill(fmt: str) -> str:
@@ -25,7 +42,11 @@ def fill(fmt: str) -> str:
         v = "0x1b000" if c in "xX" and "#" in m["flags"] else _VALUES[c]
         w = m["width"]
         if w and w != "*" and len(v) < int(w):
-            v = v.ljust(int(w)) if "-" in m["flags"] else v.rjust(int(w), "0" if "0" in m["flags"] and c != "s" else " ")
+            v = (
+                v.ljust(int(w))
+                if "-" in m["flags"]
+                else v.rjust(int(w), "0" if "0" in m["flags"] and c != "s" else " ")
+            )
         return v
 
     return CONV.sub(one, first).rstrip()

@@ -27,7 +27,6 @@ from ncclscope.parse.logs.peel import MAX_TEXT
 MARKER = " NCCL INFO "
 _FAM = "coll"
 _DIRTY = peel.ANSI  # heads `peel.clean` would change (the line itself ends with a pointer)
-_DETAIL = r"\] stream [^ ]+ "  # text after the stream pointer (the rule's optional `detail`)
 
 
 def ascii_regex(pattern: str) -> str:
@@ -51,11 +50,11 @@ def ascii_regex(pattern: str) -> str:
 
 @functools.cache
 def plan() -> tuple[str, tuple[str, ...], tuple[tuple[str, int, int], ...]]:
-    """(the rule's regex after the marker, to the end of the line; its literals in order; (field,
-    index of the literal before it, index of the one after))."""
+    """(the rule's regex from the marker to the end of the line, without its optional trailing `detail`;
+    its literals in order; (field, index of the literal before it, index of the one after))."""
     nb = G.neighbours(_FAM)
-    full = G.rule_regex(_FAM)
-    fields = sorted(nb, key=lambda f: full.index(f"(?P<{f}>"))
+    names = [G.base_field(n) for n in G.group_names(_FAM)]  # the rule's fields in order
+    fields = sorted(nb, key=names.index)
     lits: list[str] = []
     spans = []
     for f in fields:
@@ -64,7 +63,17 @@ def plan() -> tuple[str, tuple[str, ...], tuple[tuple[str, int, int], ...]]:
             lits.append(before)
         lits.append(after)
         spans.append((f, len(lits) - 2, len(lits) - 1))
-    return ascii_regex(rf"{MARKER}(?:{G.rule_regex(_FAM, capture=False)})$"), tuple(lits), tuple(spans)
+    # The rule is `first lit0 f0 lit1 … litN last (" " detail)?`: the same sequence, the detail left out.
+    first, last = names[0], names[names.index(fields[-1]) + 1]
+    parts = [G.rule_regex(first, capture=False)]
+    for f, i, _ in spans:
+        parts += [_escape(lits[i]), G.rule_regex(f, capture=False)]
+    parts += [_escape(lits[-1]), G.rule_regex(last, capture=False)]
+    return ascii_regex(MARKER + "".join(parts) + "$"), tuple(lits), tuple(spans)
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in "()[]{}.*+?|^$\\" else c for c in text)
 
 
 def _typed(col: pl.Expr, field: str) -> pl.Expr:
@@ -84,26 +93,23 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     if full:
         used |= {k for i, j in ix.values() for k in (i, j)}
     r = pl.col("raw")
-    mask = raw.select((r.str.contains(lits[0], literal=True) & (r.str.len_bytes() <= MAX_TEXT)).fill_null(False)
-                      ).to_series()
-    if not mask.any():
-        return raw.clear(), _no_heads(), raw
-    c = raw.filter(mask).with_row_index("_c")
-    c = c.with_columns(r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n"),
-                       *[r.str.find(lits[i], literal=True).alias(f"_p{i}") for i in sorted(used)])
+    finds = [r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n"),
+             *[r.str.find(lits[i], literal=True).alias(f"_p{i}") for i in sorted(used)]]
     first = pl.min_horizontal(*[pl.col(f"_p{i}") for i in used])
-    # one ` NCCL ` (the marker's), every literal after it, ASCII, nothing after the stream pointer, the rule whole
+    # one ` NCCL ` (the marker's), every literal after it, ASCII, the rule whole (nothing after the stream pointer)
     ok = ((pl.col("_n") == pl.col("_m")) & (first > pl.col("_m")) & (r.str.len_bytes() == r.str.len_chars())
-          & ~r.str.contains(_DETAIL) & r.str.contains(regex))
-    c = c.filter(ok.fill_null(False))
-    rows = _all_fields(c, lits, spans) if full else _fact_fields(c, lits, ix)
+          & r.str.contains(regex)).fill_null(False)
+    cand = r.str.contains(lits[0], literal=True) & (r.str.len_bytes() <= MAX_TEXT)
+    c = raw.lazy().with_row_index("_c").filter(cand).with_columns(finds).filter(ok)
+    rows = (_all_fields(c, lits, spans) if full else _fact_fields(c, lits, ix)).collect()
+    if rows.is_empty():
+        return raw.clear(), _no_heads(), raw
     heads = peel.parse_heads(rows["_head"].unique())
     heads = heads.filter(~pl.col("_head").str.contains(_DIRTY))
     if heads.height < rows["_head"].n_unique():
         rows = rows.filter(pl.col("_head").is_in(heads["_head"].implode()))
-    taken = mask.arg_true().gather(rows["_c"])
-    mask = pl.repeat(False, raw.height, eager=True).scatter(taken, True)
-    return rows.drop("_c"), heads, raw.filter(~mask)
+    rest = raw if rows.is_empty() else raw.filter(pl.repeat(True, raw.height, eager=True).scatter(rows["_c"], False))
+    return rows.drop("_c"), heads, rest
 
 
 def _cut(i: int, j: int, lits: tuple[str, ...]) -> pl.Expr:
@@ -111,22 +117,22 @@ def _cut(i: int, j: int, lits: tuple[str, ...]) -> pl.Expr:
     return pl.col("raw").str.slice(a, pl.col(f"_p{j}") - a)
 
 
-def _base(c: pl.DataFrame) -> list[pl.Expr]:
+def _base() -> list[pl.Expr]:
     r, start = pl.col("raw"), pl.col("_m") + len(MARKER)
     return [pl.col("_c"), pl.col("path"), pl.col("line"), r.alias("text"), r.str.head(start).alias("_head"),
             r.str.slice(start, pl.col("_p0") - start).alias("op")]
 
 
-def _fact_fields(c: pl.DataFrame, lits: tuple[str, ...], ix: dict[str, tuple[int, int]]) -> pl.DataFrame:
-    return c.select(*_base(c), _typed(_cut(*ix["op_count"], lits), "op_count").alias("op_count"),
+def _fact_fields(c: pl.LazyFrame, lits: tuple[str, ...], ix: dict[str, tuple[int, int]]) -> pl.LazyFrame:
+    return c.select(*_base(), _typed(_cut(*ix["op_count"], lits), "op_count").alias("op_count"),
                     _cut(ix["count"][0], ix["datatype"][1], lits).alias("_sig"),
                     _cut(ix["comm_ptr"][0], ix["nranks"][1], lits).alias("_comm"))
 
 
-def _all_fields(c: pl.DataFrame, lits: tuple[str, ...], spans: tuple[tuple[str, int, int], ...]) -> pl.DataFrame:
-    last = len(lits) - 1  # the stream pointer: the rest of the line (`_DETAIL` lines went the general way)
+def _all_fields(c: pl.LazyFrame, lits: tuple[str, ...], spans: tuple[tuple[str, int, int], ...]) -> pl.LazyFrame:
+    last = len(lits) - 1  # the stream pointer: the rest of the line (nothing follows it on lines taken here)
     stream = pl.col("raw").str.slice(pl.col(f"_p{last}") + len(lits[last])).alias("stream")
-    return c.select(*_base(c), *[_typed(_cut(i, j, lits), f).alias(f) for f, i, j in spans], stream)
+    return c.select(*_base(), *[_typed(_cut(i, j, lits), f).alias(f) for f, i, j in spans], stream)
 
 
 def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:
