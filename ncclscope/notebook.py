@@ -122,9 +122,11 @@ class Analysis:
         self.fig = Figures(session)
 
     def __getattr__(self, name: str) -> pl.DataFrame:
-        # Log tables by name: s.connections, s.warnings, s.collectives, … (see `tables()`).
+        # Log tables by name: s.connections, s.warnings, s.collectives, … (see `tables()`). The per-line
+        # frames (collectives; unknown for big inputs) are read again from the inputs on first use:
+        # `tables_summary()` gives their rows without building them.
         if name in LOG_TABLES:
-            df: pl.DataFrame = getattr(self.session.logs, name)
+            df: pl.DataFrame = getattr(self.session.logs, "unknown_lines" if name == "unknown" else name)
             return df
         raise AttributeError(
             f"{type(self).__name__!s} has no attribute {name!r}; tables: {', '.join(self.tables())}"
@@ -253,12 +255,13 @@ class Analysis:
         return html.repr_html(document_for(self.session), self.tables_summary())
 
     def tables_summary(self) -> dict[str, int]:
-        """Rows per non-empty log frame."""
+        """Rows per non-empty log frame (the per-line frames counted, not built)."""
         out = {"ranks": self.ranks.height, "comms": self.comms.height}
         logs = self.session.logs
-        out.update(
-            {n: logs.coll.height if n == "collectives" else getattr(logs, n).height for n in LOG_TABLES}
-        )
+        sized: dict[str, int | None] = {"collectives": logs.coll.height, "unknown": logs.unknown_count}
+        for n in LOG_TABLES:
+            rows = sized.get(n)
+            out[n] = rows if rows is not None else getattr(logs, n).height
         out["trace_collectives"] = self.trace_collectives.height
         return {k: v for k, v in out.items() if v}
 
