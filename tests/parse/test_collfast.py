@@ -31,7 +31,7 @@ ODD = [  # (line, taken by the fast path)
     ("no prefix at all: opCount 7 sendbuff 0x1", False),
     (P + "INFO " + MSG.format(op="8", n="9" * 2100), False),  # longer than MAX_TEXT
     (P + "INFO " + MSG.format(op="1" * 30, n=8), True),  # opCount past 64 bits: null, as the general path
-    ("x count y " + P + "INFO " + MSG.format(op="9", n=8), False),  # a literal in the head
+    ("x count y " + P + "INFO " + MSG.format(op="9", n=8), True),  # a literal in the head (junk before a prefix)
     ("nödé-1:100:101 [0] NCCL INFO " + MSG.format(op="a", n=8), False),  # not ASCII
     (P + "INFO " + MSG.format(op="b", n=8) + " NCCL INFO x", False),  # a second prefix
 ]

@@ -49,27 +49,39 @@ def ascii_regex(pattern: str) -> str:
 
 
 @functools.cache
-def plan() -> tuple[str, tuple[str, ...], tuple[tuple[str, int, int], ...]]:
-    """(the rule's regex from the marker to the end of the line, without its optional trailing `detail`;
-    its literals in order; (field, index of the literal before it, index of the one after))."""
+def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the rule's fields in order, the literal after each but the last): the rule is
+    `f0 lit0 f1 lit1 … fN (" " detail)?`, one fixed sequence (`grammar.neighbours`)."""
     nb = G.neighbours(_FAM)
-    names = [G.base_field(n) for n in G.group_names(_FAM)]  # the rule's fields in order
-    fields = sorted(nb, key=names.index)
-    lits: list[str] = []
-    spans = []
-    for f in fields:
-        before, after = nb[f]
-        if not lits or lits[-1] != before:
-            lits.append(before)
-        lits.append(after)
-        spans.append((f, len(lits) - 2, len(lits) - 1))
-    # The rule is `first lit0 f0 lit1 … litN last (" " detail)?`: the same sequence, the detail left out.
-    first, last = names[0], names[names.index(fields[-1]) + 1]
-    parts = [G.rule_regex(first, capture=False)]
-    for f, i, _ in spans:
-        parts += [_escape(lits[i]), G.rule_regex(f, capture=False)]
-    parts += [_escape(lits[-1]), G.rule_regex(last, capture=False)]
-    return ascii_regex(MARKER + "".join(parts) + "$"), tuple(lits), tuple(spans)
+    names = [G.base_field(n) for n in G.group_names(_FAM)]
+    inner = sorted(nb, key=names.index)
+    fields = (names[0], *inner, names[names.index(inner[-1]) + 1])
+    lits = (nb[inner[0]][0], *[nb[f][1] for f in inner])
+    return fields, lits
+
+
+@functools.cache
+def message_regex(full: bool) -> str:
+    """The rule without its optional trailing `detail`, anchored, for ASCII messages (`(?-u)`, digits as
+    `[0-9]`: Unicode classes make Polars' automaton several times slower; on ASCII text they match the
+    same). Groups: every field when `full`; else op, op_count, `_sig` (count to datatype) and `_comm`
+    (comm pointer to nranks), what `collfacts` needs."""
+    fields, lits = plan()
+    groups = {f: (f, f) for f in fields} if full else {
+        "op": ("op", "op"), "op_count": ("op_count", "op_count"), "_sig": ("count", "datatype"),
+        "_comm": ("comm_ptr", "nranks")}
+    opens = {a: g for g, (a, _) in groups.items()}
+    closes = {b for _, b in groups.values()}
+    out = []
+    for k, f in enumerate(fields):
+        if f in opens:
+            out.append(f"(?P<{opens[f]}>")
+        out.append(G.rule_regex(f, capture=False))
+        if f in closes:
+            out.append(")")
+        if k < len(lits):
+            out.append(_escape(lits[k]))
+    return "(?-u)^" + ascii_regex("".join(out)) + "$"
 
 
 def _escape(text: str) -> str:
@@ -87,21 +99,20 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     (`peel.parse_heads`) give each `_head` its prefix fields. COLL rows have path, line, text, `_head`
     and every COLLECTIVES field when `full`; else op, op_count, `_sig` (the text from count to
     datatype) and `_comm` (from the comm pointer to nranks), what `collfacts` needs."""
-    regex, lits, spans = plan()
-    ix = {f: (i, j) for f, i, j in spans}
-    used = {0, len(lits) - 1, *ix["op_count"], ix["count"][0], ix["datatype"][1], ix["comm_ptr"][0], ix["nranks"][1]}
-    if full:
-        used |= {k for i, j in ix.values() for k in (i, j)}
-    r = pl.col("raw")
-    finds = [r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n"),
-             *[r.str.find(lits[i], literal=True).alias(f"_p{i}") for i in sorted(used)]]
-    first = pl.min_horizontal(*[pl.col(f"_p{i}") for i in used])
-    # one ` NCCL ` (the marker's), every literal after it, ASCII, the rule whole (nothing after the stream pointer)
-    ok = ((pl.col("_n") == pl.col("_m")) & (first > pl.col("_m")) & (r.str.len_bytes() == r.str.len_chars())
-          & r.str.contains(regex)).fill_null(False)
-    cand = r.str.contains(lits[0], literal=True) & (r.str.len_bytes() <= MAX_TEXT)
-    c = raw.lazy().with_row_index("_c").filter(cand).with_columns(finds).filter(ok)
-    rows = (_all_fields(c, lits, spans) if full else _fact_fields(c, lits, ix)).collect()
+    fields, lits = plan()
+    r, m = pl.col("raw"), pl.col("_m")
+    start = m + len(MARKER)
+    # an ASCII line whose first ` NCCL ` is the marker; its message is the rule whole (one anchored pass)
+    cand = (r.str.contains(lits[0], literal=True) & (r.str.len_bytes() <= MAX_TEXT)
+            & (r.str.len_bytes() == r.str.len_chars()))
+    g = r.str.slice(start).str.extract_groups(message_regex(full)).alias("_g")
+    c = (raw.lazy().with_row_index("_c").filter(cand)
+         .with_columns(r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n"))
+         .filter(m.is_not_null() & (pl.col("_n") == m))
+         .select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"), g).unnest("_g")
+         .filter(pl.col("op").is_not_null()))
+    typed = [_typed(pl.col(f), f) for f in fields] if full else [_typed(pl.col("op_count"), "op_count")]
+    rows = c.with_columns(typed).collect()
     if rows.is_empty():
         return raw.clear(), _no_heads(), raw
     heads = peel.parse_heads(rows["_head"].unique())
@@ -112,34 +123,10 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     return rows.drop("_c"), heads, rest
 
 
-def _cut(i: int, j: int, lits: tuple[str, ...]) -> pl.Expr:
-    a = pl.col(f"_p{i}") + len(lits[i])
-    return pl.col("raw").str.slice(a, pl.col(f"_p{j}") - a)
-
-
-def _base() -> list[pl.Expr]:
-    r, start = pl.col("raw"), pl.col("_m") + len(MARKER)
-    return [pl.col("_c"), pl.col("path"), pl.col("line"), r.alias("text"), r.str.head(start).alias("_head"),
-            r.str.slice(start, pl.col("_p0") - start).alias("op")]
-
-
-def _fact_fields(c: pl.LazyFrame, lits: tuple[str, ...], ix: dict[str, tuple[int, int]]) -> pl.LazyFrame:
-    return c.select(*_base(), _typed(_cut(*ix["op_count"], lits), "op_count").alias("op_count"),
-                    _cut(ix["count"][0], ix["datatype"][1], lits).alias("_sig"),
-                    _cut(ix["comm_ptr"][0], ix["nranks"][1], lits).alias("_comm"))
-
-
-def _all_fields(c: pl.LazyFrame, lits: tuple[str, ...], spans: tuple[tuple[str, int, int], ...]) -> pl.LazyFrame:
-    last = len(lits) - 1  # the stream pointer: the rest of the line (nothing follows it on lines taken here)
-    stream = pl.col("raw").str.slice(pl.col(f"_p{last}") + len(lits[last])).alias("stream")
-    return c.select(*_base(), *[_typed(_cut(i, j, lits), f).alias(f) for f, i, j in spans], stream)
-
-
 def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:
     """count, datatype from `_sig` and comm_ptr, nranks from `_comm` (typed as the rule's fields)."""
-    _, lits, spans = plan()
-    ix = {f: (i, j) for f, i, j in spans}
-    mid, nr = lits[ix["count"][1]], lits[ix["nranks"][0]]
+    fields, lits = plan()
+    mid, nr = lits[fields.index("count")], lits[fields.index("comm_ptr")]
     a, b = sig.str.split_exact(mid, 1).struct, comm.str.split_exact(nr, 1).struct
     return [_typed(a.field("field_0"), "count").alias("count"), _typed(a.field("field_1"), "datatype").alias("datatype"),
             b.field("field_0").alias("comm_ptr"), _typed(b.field("field_1"), "nranks").alias("nranks")]

@@ -73,9 +73,9 @@ def _cuts(path: str, size: int, step: int) -> list[int]:
     return out
 
 
-def plan(paths: Sequence[str], tuning: Tuning = DEFAULT) -> list[Piece]:
-    """Pieces of about `tuning.piece_bytes`, in input order."""
-    step = max(1, tuning.piece_bytes)
+def plan(paths: Sequence[str], tuning: Tuning = DEFAULT, step: int | None = None) -> list[Piece]:
+    """Pieces of about `step` bytes (default `tuning.piece_bytes`), in input order."""
+    step = max(1, step if step is not None else tuning.piece_bytes)
     pieces: list[Piece] = []
     run: list[Segment] = []
     held = 0

@@ -28,20 +28,24 @@ from ncclscope.tuning import Tuning
 
 Progress = Callable[[PieceFacts], None]
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(ncclscope.__file__)))
-_BOOT = f"import sys; sys.path.insert(0, {_PKG!r}); from ncclscope.parse.logs.worker import serve; serve()"
+_BOOT = (f"import sys; sys.path.insert(0, {_PKG!r}); import ncclscope; ncclscope.configure_process(); "
+         "from ncclscope.parse.logs.worker import serve; serve()")
 _LEN = struct.Struct("<Q")
 
 
-def worker_count(tuning: Tuning, pieces: Sequence[Piece]) -> int:
-    """Worker processes for this input set: none for small sets or a single piece."""
-    if len(pieces) < 2 or sum(p.size for p in pieces) < tuning.log_pool_min_bytes:
+def workers_for(tuning: Tuning, size: int) -> int:
+    """Worker processes for an input set of `size` bytes: none for a small set."""
+    if size < tuning.log_pool_min_bytes:
         return 0
     if tuning.log_workers is not None:
-        want = tuning.log_workers
-    else:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        want = min(cores - 1, 7)
-    return max(0, min(want, len(pieces) - 1))
+        return tuning.log_workers
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(cores - 1, 7))
+
+
+def worker_count(tuning: Tuning, pieces: Sequence[Piece]) -> int:
+    """Worker processes for these pieces: as `workers_for`, and fewer than the pieces."""
+    return max(0, min(workers_for(tuning, sum(p.size for p in pieces)), len(pieces) - 1))
 
 
 def send(out: IO[bytes], obj: object) -> None:

@@ -28,12 +28,19 @@ from ncclscope.tuning import DEFAULT, Tuning
 __all__ = ["prepare", "read_logs"]
 
 
+MIN_PIECE = 8 << 20  # pieces are cut smaller than `Tuning.piece_bytes` to share out a set, down to this
+
+
 def _fmt(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1_000_000 else f"{n / 1e3:.1f}k" if n >= 10_000 else str(n)
 
 
 def _merged(paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None) -> Merged:
-    plan = P.plan(paths, tuning)
+    size = sum(file_size(p) or 0 for p in paths)
+    # Pieces small enough that every process gets several (the last one to finish waits least), big
+    # enough that per-piece costs stay small.
+    step = min(tuning.piece_bytes, max(MIN_PIECE, size // (4 * (pool.workers_for(tuning, size) + 1)) + 1))
+    plan = P.plan(paths, tuning, step)
     done = [0, 0]  # pieces, lines
 
     def tick(f: PieceFacts) -> None:
