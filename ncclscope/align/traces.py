@@ -16,6 +16,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.align.clock import BLOCKING_OPS, apply_offsets, estimate_offsets
+from ncclscope.parse.traces.read import TraceFrames
 
 # Ops whose message size must be the same on every rank (all-to-all splits may differ).
 _SAME_SIZE_OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
@@ -191,18 +192,18 @@ def _summarise(c: pl.DataFrame, world: int) -> pl.DataFrame:
 
 
 def align_traces(
-    traces: object, *, ranks: pl.DataFrame | None = None, comms: pl.DataFrame | None = None
+    traces: TraceFrames | None, *, ranks: pl.DataFrame | None = None, comms: pl.DataFrame | None = None
 ) -> AlignedCollectives | None:
     """Line up `TraceFrames.collectives` across ranks.
 
     From the logs, when given: `ranks` (schema.RANKS) fills in hosts by global rank, and `comms`
     (schema.COMMS) names the communicator behind each process group.
     """
-    coll = getattr(traces, "collectives", None)
-    tr = getattr(traces, "ranks", None)
-    if coll is None or tr is None:
+    if traces is None:
         return None
-    world = int(tr["world_size"].max() or 0) if tr.height else 0
+    coll, tr = traces.collectives, traces.ranks
+    top = tr["world_size"].max() if tr.height else None
+    world = int(top) if isinstance(top, (int, float)) else 0
     c = coll.filter(
         (pl.col("op") != "wait") & pl.col("start_us").is_not_null() & ~pl.col("is_p2p").fill_null(False)
     )

@@ -8,13 +8,19 @@ its profiler steps, collectives per process group or stream, send/recv and timed
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from ncclscope.report import perfetto_events as E
 from ncclscope.report.perfetto_logs import evidence_times, log_events
 from ncclscope.version import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ncclscope.records import Finding
+    from ncclscope.session import Session
 
 # pid = rank + PID_OFFSET; the job's own process (findings naming no rank, notes) and the log lines
 # of no known rank get pids no rank below 999,997 can have. tid = pid * TIDS_PER_PID + thread number.
@@ -29,7 +35,7 @@ NOTHING_TIMED = (
 _PH_ORDER = {"X": 0, "s": 1, "f": 2, "i": 3}
 
 
-def trace_document(s: Any, *, command: str | None = None) -> dict[str, Any]:
+def trace_document(s: Session, *, command: str | None = None) -> dict[str, Any]:
     """The Chrome JSON trace of `s`: {"traceEvents": [...], "metadata": {"ncclscope": {...}}}."""
     offsets = E.clock_offsets(s)
     hosts = E.rank_hosts(s)
@@ -61,7 +67,7 @@ def dumps(doc: dict[str, Any]) -> str:
     return '{"traceEvents":[\n' + lines + '\n],\n"metadata":' + meta + "}\n"
 
 
-def render(s: Any, *, command: str | None = None) -> str:
+def render(s: Session, *, command: str | None = None) -> str:
     return dumps(trace_document(s, command=command))
 
 
@@ -148,7 +154,7 @@ def _trace_events(ev: pl.DataFrame, origin: float) -> list[dict[str, Any]]:
 
 
 def _metadata(
-    s: Any,
+    s: Session,
     offsets: pl.DataFrame,
     origin: float | None,
     notes: list[str],
@@ -178,7 +184,7 @@ def _metadata(
     }
 
 
-def _how(s: Any, basis: str | None) -> str:
+def _how(s: Session, basis: str | None) -> str:
     if basis:
         return (
             f"offset_us was subtracted from every trace and log time of that {basis}'s clock; estimated "
@@ -192,7 +198,7 @@ def _how(s: Any, basis: str | None) -> str:
 # --- findings --------------------------------------------------------------------------------
 
 
-def _finding_events(findings: Any, times: pl.DataFrame) -> pl.DataFrame:
+def _finding_events(findings: Sequence[Finding], times: pl.DataFrame) -> pl.DataFrame:
     """One instant per finding and rank it names (process scope), or one global instant.
 
     Placed at the earliest timed line it cites (`times`: path, line, ts_us); else ts is null and the

@@ -6,9 +6,12 @@ last arrival, send/recv and unaligned kernels, profiler steps; `perfetto_logs` a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
 # One row per event; `rank` null means the job's own process (`proc` says which).
 EVENTS: dict[str, Any] = {
@@ -67,20 +70,23 @@ def clean_text() -> pl.Expr:
 # --- clocks and hosts ------------------------------------------------------------------------
 
 
-def rank_hosts(s: Any) -> pl.DataFrame:
+def rank_hosts(s: Session) -> pl.DataFrame:
     """rank → host, from the logs' ranks table, then the traces' and the alignment's hosts."""
     parts: list[pl.DataFrame] = [s.ranks.select("rank", "host")]
-    for obj, name in ((s.traces, "ranks"), (s.aligned_traces, "per_rank")):
-        df = getattr(obj, name, None)
+    frames = [
+        s.traces.ranks if s.traces is not None else None,
+        s.aligned_traces.per_rank if s.aligned_traces is not None else None,
+    ]
+    for df in frames:
         if df is not None and {"rank", "host"} <= set(df.columns):
             parts.append(df.select("rank", "host"))
     both = pl.concat(parts).filter(pl.col("rank").is_not_null() & pl.col("host").is_not_null())
     return both.group_by("rank", maintain_order=True).agg(pl.col("host").first()).sort("rank")
 
 
-def clock_offsets(s: Any) -> pl.DataFrame:
+def clock_offsets(s: Session) -> pl.DataFrame:
     """The alignment's clock offsets (OFFSETS): per host, or per rank when a trace named no host."""
-    clock: pl.DataFrame | None = getattr(s.aligned_traces, "clock", None)
+    clock = s.aligned_traces.clock if s.aligned_traces is not None else None
     if clock is None or clock.is_empty():
         return pl.DataFrame(schema=OFFSETS)
     return clock.select(
@@ -144,9 +150,9 @@ def split_overlaps(df: pl.DataFrame, thread: str, start: str, dur: str) -> pl.Da
 # --- traces ----------------------------------------------------------------------------------
 
 
-def collective_events(s: Any) -> pl.DataFrame:
+def collective_events(s: Session) -> pl.DataFrame:
     """Lined-up collectives as slices (already corrected by the alignment) and their flows."""
-    per = getattr(s.aligned_traces, "per_rank", None)
+    per = s.aligned_traces.per_rank if s.aligned_traces is not None else None
     if per is None or per.is_empty():
         return empty()
     per = per.filter(pl.col("arrival_us").is_not_null() & pl.col("rank").is_not_null()).with_columns(
@@ -227,12 +233,12 @@ def _flows(per: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([starts, ends])
 
 
-def raw_collective_events(s: Any, offsets: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
+def raw_collective_events(s: Session, offsets: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
     """Send/recv and waits (never lined up), or every collective when nothing was lined up."""
-    tc = getattr(s.traces, "collectives", None)
+    tc = s.traces.collectives if s.traces is not None else None
     if tc is None or tc.is_empty():
         return empty()
-    per = getattr(s.aligned_traces, "per_rank", None)
+    per = s.aligned_traces.per_rank if s.aligned_traces is not None else None
     rows = tc.filter(pl.col("start_us").is_not_null() & pl.col("rank").is_not_null())
     if per is not None and per.height:
         rows = rows.filter(pl.col("is_p2p").fill_null(False) | (pl.col("op") == "wait"))
@@ -259,8 +265,8 @@ def raw_collective_events(s: Any, offsets: pl.DataFrame, hosts: pl.DataFrame) ->
     return split_overlaps(events, "thread", "ts_us", "dur_us")
 
 
-def step_events(s: Any, offsets: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
-    steps = getattr(s.traces, "steps", None)
+def step_events(s: Session, offsets: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
+    steps = s.traces.steps if s.traces is not None else None
     if steps is None or steps.is_empty():
         return empty()
     steps = steps.filter(pl.col("start_us").is_not_null() & pl.col("rank").is_not_null())

@@ -7,7 +7,7 @@ with a timestamp are exported; their times get the same clock offset as that hos
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -20,6 +20,9 @@ from ncclscope.report.perfetto_events import (
     correct,
     empty,
 )
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
 
 
 def _kinds() -> dict[str, tuple[str, pl.Expr, tuple[str, ...]]]:
@@ -53,7 +56,7 @@ def _process_ranks(ranks: pl.DataFrame) -> pl.DataFrame:
     return keys.group_by("path", "host", "pid").agg(pl.col("rank").min().alias("_rank"))
 
 
-def timed_rows(s: Any, name: str, offsets: pl.DataFrame) -> pl.DataFrame:
+def timed_rows(s: Session, name: str, offsets: pl.DataFrame) -> pl.DataFrame:
     """The timed rows of log frame `name`, with `_rank` resolved and `ts_us` clock-corrected."""
     df: pl.DataFrame = getattr(s.logs, name)
     if "ts_us" not in df.columns:
@@ -76,7 +79,7 @@ def _correct_by_rank(df: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col("ts_us") - pl.col("clock_offset_us").fill_null(0.0)).drop("clock_offset_us")
 
 
-def log_events(s: Any, offsets: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]]:
+def log_events(s: Session, offsets: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]]:
     """Instants for every timed init, WARN, COLL and PyTorch line, and notes on what was capped."""
     parts: list[pl.DataFrame] = []
     notes: list[str] = []
@@ -111,7 +114,7 @@ def log_events(s: Any, offsets: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, 
     return (pl.concat(parts) if parts else empty()), tuple(notes)
 
 
-def evidence_times(s: Any, offsets: pl.DataFrame) -> pl.DataFrame:
+def evidence_times(s: Session, offsets: pl.DataFrame) -> pl.DataFrame:
     """(path, line, ts_us) of every timed line of every log frame, clock-corrected: where findings go."""
     parts = [
         timed_rows(s, n, offsets).select("path", "line", "ts_us")
