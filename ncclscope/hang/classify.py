@@ -117,6 +117,9 @@ def majority(values: list[Any]) -> Any:
     return v if n * 2 > len(values) else None
 
 
+MAX_GROUP = 1 << 20  # ranks in a group, at most, before its size is taken for a forged value
+
+
 def minority_ranks(sig: dict[int, Any]) -> tuple[int, ...]:
     """Ranks whose value differs from the majority's (all of them when there is no majority)."""
     top = majority(list(sig.values()))
@@ -265,7 +268,7 @@ def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:
             else "the watchdog itself is stuck in a CUDA/NCCL call"
         )
         return "b", (), "medium", f"every rank that reported entered #{s}; {why}"
-    if g.size:
+    if g.size and g.size <= MAX_GROUP:  # (a size from a forged line may be 2^53: no set of that)
         unseen = tuple(sorted(set(range(g.size)) - g.entered))
         if unseen and len(unseen) <= max(1, g.size // 4):
             return (
@@ -312,7 +315,7 @@ def _missing(g: _Group, conf: str) -> tuple[str, ...]:
             f"group size unknown (at least {max(g.seen) + 1} ranks): progress lines from ranks "
             f"{fmt_ranks(g.seen)} only"
         )
-    elif len(g.seen) < g.size:
+    elif len(g.seen) < g.size <= MAX_GROUP:
         unseen = sorted(set(range(g.size)) - set(g.seen))
         out.append(f"no progress from {len(unseen)} of {g.size} ranks ({fmt_ranks(unseen)})")
     if g.source == "torch" and not g.col("enqueued"):

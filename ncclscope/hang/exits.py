@@ -114,15 +114,15 @@ def launcher_exits(torch: pl.DataFrame) -> pl.DataFrame:
         "text",
         "_sec",
         "_rank",
-        pl.col("detail").str.extract(r"exitcode (-?\d+)", 1).cast(pl.Int64).alias("exit_code"),
-        pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64).alias("pid"),
+        pl.col("detail").str.extract(r"exitcode (-?\d+)", 1).cast(pl.Int64, strict=False).alias("exit_code"),
+        pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64, strict=False).alias("pid"),
         pl.col("detail").str.extract(r"signal (SIG\w+)", 1).alias("signal"),
     )
     if exits.is_empty():
         return pl.DataFrame(schema=EXITS)
     sent = t.filter(pl.col("detail").str.starts_with("sent ")).select(
         pl.col("detail").str.extract(r"^sent (SIG\w+)", 1).alias("_sent"),
-        pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64).alias("pid"),
+        pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64, strict=False).alias("pid"),
     )
     exits = exits.join(sent.unique("pid"), on="pid", how="left")
     out = exits.with_columns(
