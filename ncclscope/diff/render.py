@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ncclscope.diff.model import RunDiff
-from ncclscope.report.markdown import code, fenced, text
+from ncclscope.report.md_text import code, fenced, text
 
 MAX_LISTED = 60  # differences shown by the terminal and Markdown renderers (JSON has them all)
 _DETAILS = 12  # per-size rows of a result shown in Markdown

@@ -5,33 +5,18 @@ ranks, one mark per host instead (`figures_topology_hosts`), with a menu to draw
 from __future__ import annotations
 
 import math
-import re
 
 import plotly.graph_objects as go
 import polars as pl
 
-from ncclscope.report.figures import (
+from ncclscope.report.figure_style import (
     HOST_COLORS,
     LAYOUT,
-    TRANSPORT_COLORS,
     empty_figure,
     escape_text,
     new_figure,
+    transport_color,
 )
-
-
-def transport_color(label: str) -> str:
-    """A transport's colour; net plugins' IB flavours (IBext, IBext_v8, …) take plain IB's."""
-    if label in TRANSPORT_COLORS:
-        return TRANSPORT_COLORS[label]
-    plain = re.sub(r"^NET/IB\w*", "NET/IB", label)
-    if plain in TRANSPORT_COLORS:
-        return TRANSPORT_COLORS[plain]
-    return _OTHER_NET if label.startswith("NET/") else _OTHER
-
-
-_OTHER_NET = "#e377c2"  # a net plugin's own transport (AWS Libfabric, …)
-_OTHER = "#8c564b"
 
 # Up to this many ranks every rank is drawn (a label per rank stays readable on a 620 px circle);
 # above it, one mark per host with a host menu. `topology_figure(..., max_ranks=…)` overrides it.

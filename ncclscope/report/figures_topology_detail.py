@@ -12,8 +12,8 @@ from typing import Any
 import plotly.graph_objects as go
 import polars as pl
 
-from ncclscope.report.figures import escape_text
-from ncclscope.report.figures_topology import transport_color as _color
+from ncclscope.report.figure_style import escape_text
+from ncclscope.report.figure_style import transport_color as _color
 
 DETAIL_X = 10.0  # the drill-down is drawn around (DETAIL_X, 0); the overview around (0, 0)
 OVERVIEW_X = [-1.45, 1.45]

@@ -13,8 +13,8 @@ import math
 import plotly.graph_objects as go
 import polars as pl
 
-from ncclscope.report.figures import LAYOUT, escape_text, new_figure
-from ncclscope.report.figures_topology import transport_color as color
+from ncclscope.report.figure_style import LAYOUT, escape_text, new_figure
+from ncclscope.report.figure_style import transport_color as color
 from ncclscope.report.figures_topology_detail import HEIGHT, OVERVIEW_X, OVERVIEW_Y, host_menu
 
 MAX_HOST_LABELS = 32  # hosts named on the overview circle (every k-th beyond that; all in hovers)

@@ -8,40 +8,18 @@ other text has its HTML and Markdown metacharacters escaped.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ncclscope.report import views_nccltests
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
+from ncclscope.report.md_text import code, fenced, text
+
+__all__ = ["code", "fenced", "render_doc", "text"]
 
 MAX_EVIDENCE = 20
 MAX_ROWS = 64
 _ICON = {"error": "🔴", "warning": "🟠", "info": "🔵", "ok": "🟢"}
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
-
-
-def text(value: object) -> str:
-    """Inline text: HTML entities for <, >, &, @ (no mentions) and backslashes for Markdown syntax."""
-    t = printable("" if value is None else str(value), limit=2000).replace("\n", " ")
-    t = t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
-    return _MD_SPECIAL.sub(r"\\\1", t)
-
-
-def code(value: object) -> str:
-    """An inline code span (contents are never interpreted), for text that holds no pipe."""
-    t = printable(str(value), limit=2000).replace("\n", " ")
-    longest = max((len(m) for m in re.findall(r"`+", t)), default=0)
-    tick = "`" * (longest + 1)
-    pad = " " if t.startswith("`") or t.endswith("`") else ""
-    return f"{tick}{pad}{t}{pad}{tick}"
-
-
-def fenced(lines: list[str], lang: str = "text") -> str:
-    """A fenced code block whose fence is longer than any backtick run inside it."""
-    longest = max((len(m) for ln in lines for m in re.findall(r"`+", ln)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return "\n".join([fence + lang, *lines, fence])
 
 
 def _finding(f: dict[str, Any]) -> list[str]:

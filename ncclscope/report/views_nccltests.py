@@ -97,7 +97,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
 
 
 def markdown(doc: dict[str, Any]) -> list[str]:
-    from ncclscope.report.markdown import text
+    from ncclscope.report.md_text import text
 
     runs = (doc.get("nccltests") or {}).get("runs") or []
     out = ["## nccl-tests", ""] if runs else []
