@@ -71,9 +71,11 @@ def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | No
     block before goes on here."""
     n = clean.len()
     hit = clean.str.contains(candidate_pattern()).fill_null(False)
-    wide = clean.str.len_bytes() != clean.str.len_chars()
-    if wide.any():
-        hit = hit | (wide & clean.str.contains(_PREFIX_WIDE)).fill_null(False)
+    maybe = ~hit & clean.str.contains(_PREFIX_WIDE).fill_null(False)  # a Unicode digit may sit before it
+    if maybe.any():
+        at = maybe.arg_true()
+        wide = clean.gather(at)
+        hit = hit.scatter(at, (wide.str.len_bytes() != wide.str.len_chars()))
     pre = hit
     if hit.any():  # the lines that may carry a prefix (a few): where the rejoin windows start
         at = hit.arg_true()
@@ -92,16 +94,16 @@ def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | No
 
 
 def wrapper_fields(clean: pl.Series) -> pl.DataFrame:
-    """`rank_hint`, `ts_us` and the length of the message after the wrappers, per line (no prefix)."""
+    """`rank_hint`, `ts_us` and the length of the message after the wrappers (bytes), per line (no prefix)."""
     span = clean.str.extract(rf"^(?:{G.rule_regex('wrapper', capture=False)})*", 0).fill_null("")
     uniq = span.unique()
     df = pl.DataFrame({"_span": uniq}).with_columns(pl.col("_span").alias("junk"), pl.lit(False).alias("prefixed"),
                                                     pl.lit(None, pl.Utf8).alias("msg"))
     peeled = peel.peel_wrappers(df).select("_span", pl.col("rank_hint").cast(pl.Int64, strict=False),
                            peel.parse_ts(pl.col("ts")).alias("ts_us"),
-                           (pl.col("_span").str.len_chars() - pl.col("msg").str.len_chars()).alias("_cut"))
+                           (pl.col("_span").str.len_bytes() - pl.col("msg").str.len_bytes()).alias("_cut"))
     out = pl.DataFrame({"_span": span}).join(peeled, on="_span", how="left", maintain_order="left")
-    return out.select("rank_hint", "ts_us", (clean.str.len_chars() - pl.col("_cut")).alias("_msg_len"))
+    return out.select("rank_hint", "ts_us", (clean.str.len_bytes() - pl.col("_cut")).alias("_msg_len"))
 
 
 def rows(raw: pl.DataFrame, clean: pl.Series) -> pl.DataFrame:

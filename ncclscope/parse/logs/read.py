@@ -39,7 +39,8 @@ def _merged(paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable
     size = sum(file_size(p) or 0 for p in paths)
     # Pieces small enough that every process gets several (the last one to finish waits least), big
     # enough that per-piece costs stay small.
-    step = min(tuning.piece_bytes, max(MIN_PIECE, size // (4 * (pool.workers_for(tuning, size) + 1)) + 1))
+    workers = pool.workers_for(tuning, size)
+    step = tuning.piece_bytes if workers == 0 else min(tuning.piece_bytes, max(MIN_PIECE, size // (4 * (workers + 1)) + 1))
     plan = P.plan(paths, tuning, step)
     done = [0, 0]  # pieces, lines
 
