@@ -26,7 +26,7 @@ class Tuning:
     batch_lines: int = 250_000  # lines parsed together (per-call costs vs. memory held per process)
     pending_lines: int = 250_000  # lines left for the general path, gathered across batches
     polars_regex_min_rows: int = 3000  # below this, a Python regex loop beats a Polars pass
-    piece_bytes: int = 48 << 20  # unit of work: whole small files together, or one cut of a big plain file
+    piece_bytes: int = 256 << 20  # unit of work: small files together or a cut of a big plain file (at most)
     log_workers: int | None = None  # worker processes besides the caller; None: one per other core, at most 7
     log_pool_min_bytes: int = 64 << 20  # a smaller log set is read in the calling process
     full_frames_max_bytes: int = 64 << 20  # up to this, every COLL and unknown line is kept; above, the facts

@@ -131,6 +131,7 @@ def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:
             b.field("field_0").alias("comm_ptr"), _typed(b.field("field_1"), "nranks").alias("nranks")]
 
 
+@functools.cache
 def _no_heads() -> pl.DataFrame:
     return peel.parse_heads(pl.Series("_head", [], dtype=pl.Utf8))
 

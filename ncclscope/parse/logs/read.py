@@ -37,10 +37,10 @@ def _fmt(n: int) -> str:
 
 def _merged(paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None) -> Merged:
     size = sum(file_size(p) or 0 for p in paths)
-    # Pieces small enough that every process gets several (the last one to finish waits least), big
-    # enough that per-piece costs stay small.
     workers = pool.workers_for(tuning, size)
-    step = tuning.piece_bytes if workers == 0 else min(tuning.piece_bytes, max(MIN_PIECE, size // (4 * (workers + 1)) + 1))
+    # One process reads pieces of `piece_bytes` (batches bound its memory; the general path's per-call costs
+    # are paid once per piece); with workers, pieces small enough that each process gets several.
+    step = tuning.piece_bytes if workers == 0 else min(tuning.piece_bytes, max(MIN_PIECE, size // (2 * (workers + 1)) + 1))
     plan = P.plan(paths, tuning, step)
     done = [0, 0]  # pieces, lines
 
