@@ -11,6 +11,7 @@ notebook asks for the full frames (`LogFrames.collectives`, `LogFrames.unknown_l
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -35,20 +36,30 @@ def _fmt(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1_000_000 else f"{n / 1e3:.1f}k" if n >= 10_000 else str(n)
 
 
-def _merged(paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None) -> Merged:
+def _merged(
+    paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None
+) -> Merged:
     size = sum(file_size(p) or 0 for p in paths)
     workers = pool.workers_for(tuning, size)
     # One process reads pieces of `piece_bytes` (batches bound its memory; the general path's per-call costs
     # are paid once per piece); with workers, pieces small enough that each process gets several.
-    step = tuning.piece_bytes if workers == 0 else min(tuning.piece_bytes, max(MIN_PIECE, size // (2 * (workers + 1)) + 1))
+    step = (
+        tuning.piece_bytes
+        if workers == 0
+        else min(tuning.piece_bytes, max(MIN_PIECE, size // (2 * (workers + 1)) + 1))
+    )
     plan = P.plan(paths, tuning, step)
-    done = [0, 0]  # pieces, lines
+    left = Counter(seg.path for piece in plan for seg in piece.segments)  # segments still to read, per file
+    segments = {piece.index: piece.segments for piece in plan}
+    done = [0, 0]  # files, lines
 
     def tick(f: PieceFacts) -> None:
-        done[0] += 1
+        for seg in segments.get(f.index, ()):
+            left[seg.path] -= 1
+            done[0] += left[seg.path] == 0
         done[1] += sum(st.lines for _, _, st in f.stats)
         if progress is not None:
-            progress(f"read {done[0]}/{len(plan)} parts, {_fmt(done[1])} lines")
+            progress(f"read {done[0]}/{len(left)} files, {_fmt(done[1])} lines")
 
     return Merged(pool.run(plan, tuning, keep=keep, progress=tick), paths, tuning, keep=keep)
 
@@ -59,8 +70,9 @@ def _full_frames(paths: Sequence[str], tuning: Tuning) -> FullFrames:
     return FullFrames(m.coll_frame, m.tables["unknown"])
 
 
-def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = None,
-              tuning: Tuning = DEFAULT) -> LogFrames:
+def read_logs(
+    paths: Sequence[str], *, progress: Callable[[str], None] | None = None, tuning: Tuning = DEFAULT
+) -> LogFrames:
     """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read.
 
     The COLL lines are kept as facts (`LogFrames.coll`); `LogFrames.collectives` reads the input again
@@ -72,6 +84,13 @@ def read_logs(paths: Sequence[str], *, progress: Callable[[str], None] | None = 
     keep = Keep(unknown=size <= tuning.full_frames_max_bytes or stdin, coll=stdin)
     m = _merged(paths, tuning, keep, progress)
     coll = CollFacts(m.procs, m.seqs, m.coll_lines, m.coll_frame)
-    return LogFrames(**{n: t for n, t in m.tables.items()}, coll=coll, streams=m.streams, inputs=tuple(m.inputs),
-                     coverage=m.coverage, notes=m.notes, unknown_count=None if keep.unknown else m.unknown_count,
-                     rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning))
+    return LogFrames(
+        **{n: t for n, t in m.tables.items()},
+        coll=coll,
+        streams=m.streams,
+        inputs=tuple(m.inputs),
+        coverage=m.coverage,
+        notes=m.notes,
+        unknown_count=None if keep.unknown else m.unknown_count,
+        rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning),
+    )
