@@ -60,26 +60,37 @@ def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return fields, lits
 
 
+SPLIT = "count"  # facts: the fields from here on (size, type, op, root, comm, stream) repeat line after line
+
+
 @functools.cache
-def message_regex(full: bool) -> str:
+def message_regex(full: bool, part: str = "all") -> str:
     """The rule without its optional trailing `detail`, anchored, for ASCII messages (`(?-u)`, digits as
     `[0-9]`: Unicode classes make Polars' automaton several times slower; on ASCII text they match the
     same). Groups: every field when `full`; else op, op_count, `_sig` (count to datatype) and `_comm`
-    (comm pointer to nranks), what `collfacts` needs."""
+    (comm pointer to nranks), what `collfacts` needs. `part` "head"/"tail": the fields before SPLIT, or
+    from the literal before SPLIT to the end (the message is one exactly when it is the two)."""
     fields, lits = plan()
     groups = {f: (f, f) for f in fields} if full else {
         "op": ("op", "op"), "op_count": ("op_count", "op_count"), "_sig": ("count", "datatype"),
         "_comm": ("comm_ptr", "nranks")}
     opens = {a: g for g, (a, _) in groups.items()}
     closes = {b for _, b in groups.values()}
+    cut = fields.index(SPLIT)
     out = []
     for k, f in enumerate(fields):
+        if part == "tail" and k < cut:
+            if k == cut - 1:
+                out.append(_escape(lits[k]))
+            continue
+        if part == "head" and k >= cut:
+            break
         if f in opens:
             out.append(f"(?P<{opens[f]}>")
         out.append(G.rule_regex(f, capture=False))
         if f in closes:
             out.append(")")
-        if k < len(lits):
+        if k < len(lits) and not (part == "head" and k == cut - 1):
             out.append(_escape(lits[k]))
     return "(?-u)^" + ascii_regex("".join(out)) + "$"
 
@@ -102,16 +113,12 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     fields, lits = plan()
     r, m = pl.col("raw"), pl.col("_m")
     start = m + len(MARKER)
-    # an ASCII line whose first ` NCCL ` is the marker; its message is the rule whole (one anchored pass)
+    # an ASCII line whose first ` NCCL ` is the marker and whose message is the rule whole
     fits = (r.str.len_bytes() <= MAX_TEXT) & (r.str.len_bytes() == r.str.len_chars())
-    g = r.str.slice(start).str.extract_groups(message_regex(full)).alias("_g")
     c = (raw.lazy().with_row_index("_c").filter(r.str.contains(lits[0], literal=True)).filter(fits)
          .with_columns(r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n"))
-         .filter(m.is_not_null() & (pl.col("_n") == m))
-         .select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"), g).unnest("_g")
-         .filter(pl.col("op").is_not_null()))
-    typed = [_typed(pl.col(f), f) for f in fields] if full else [_typed(pl.col("op_count"), "op_count")]
-    rows = c.with_columns(typed).collect()
+         .filter(m.is_not_null() & (pl.col("_n") == m)))
+    rows = _all(c, fields, start) if full else _facts(c, lits[fields.index(SPLIT) - 1], start)
     if rows.is_empty():
         return raw.clear(), _no_heads(), raw
     heads = peel.parse_heads(rows["_head"].unique())
@@ -120,6 +127,31 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
         rows = rows.filter(pl.col("_head").is_in(heads["_head"].implode()))
     rest = raw if rows.is_empty() else raw.filter(pl.repeat(True, raw.height, eager=True).scatter(rows["_c"], False))
     return rows.drop("_c"), heads, rest
+
+
+def _all(c: pl.LazyFrame, fields: tuple[str, ...], start: pl.Expr) -> pl.DataFrame:
+    """Every field of every line (one anchored pass per message)."""
+    r = pl.col("raw")
+    g = r.str.slice(start).str.extract_groups(message_regex(True)).alias("_g")
+    rows = (c.select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"), g).unnest("_g")
+            .filter(pl.col("op").is_not_null()))
+    return rows.with_columns([_typed(pl.col(f), f) for f in fields]).collect()
+
+
+def _facts(c: pl.LazyFrame, split: str, start: pl.Expr) -> pl.DataFrame:
+    """The fact fields: the message's head (op, opCount, buffers: new on every line) checked line by line,
+    its tail (from ` count `: size, type, op, root, comm, stream) once per distinct tail, joined back.
+    The first ` count ` after the marker is the literal's (the fields before it hold no space)."""
+    r, k = pl.col("raw"), pl.col("_k")
+    c = c.with_columns(r.str.find(split, literal=True).alias("_k")).filter(k > pl.col("_m"))
+    g = r.str.slice(start, k - start).str.extract_groups(message_regex(False, "head")).alias("_g")
+    rows = (c.select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"),
+                     r.str.slice(k).alias("_tail"), g).unnest("_g")
+            .filter(pl.col("op").is_not_null()).collect())
+    tails = rows.select(pl.col("_tail").unique())
+    tails = tails.with_columns(pl.col("_tail").str.extract_groups(message_regex(False, "tail")).alias("_g")).unnest("_g")
+    rows = rows.join(tails.filter(pl.col("_sig").is_not_null()), on="_tail", how="inner", maintain_order="left")
+    return rows.drop("_tail").with_columns(_typed(pl.col("op_count"), "op_count"))
 
 
 def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:
