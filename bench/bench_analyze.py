@@ -65,8 +65,18 @@ def ensure(kind: str, ranks: int, coll: int, mixed: str) -> Path:
         cmd = [sys.executable, str(HERE / "gen_mixed.py"), "--size", mixed, "--out", str(out / "train.log")]
     else:
         out = OUT / f"coll_{kind}_r{ranks}_c{coll}"
-        cmd = [sys.executable, str(HERE / "gen_logs.py"), "--ranks", str(ranks), "--coll", str(coll), "--buffers", kind,
-               "--out", str(out)]
+        cmd = [
+            sys.executable,
+            str(HERE / "gen_logs.py"),
+            "--ranks",
+            str(ranks),
+            "--coll",
+            str(coll),
+            "--buffers",
+            kind,
+            "--out",
+            str(out),
+        ]
     if not out.is_dir() or not any(out.iterdir()):
         subprocess.run(cmd, check=True, cwd=HERE)  # a child: its memory is not the bench's
     return out
@@ -112,8 +122,13 @@ def run(cmd: list[str], env: dict[str, str]) -> dict[str, object]:
     if code not in (0, 1):  # ncclscope exits 1 when an error finding is reported
         errf.seek(0)
         raise SystemExit(f"{cmd[:4]} failed ({code}):\n{errf.read().decode(errors='replace')[-2000:]}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "tree_rss_mib": peak[0] / 1024,
-            "maxrss_mib": usage.ru_maxrss / 1024, "stdout": out}
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "tree_rss_mib": peak[0] / 1024,
+        "maxrss_mib": usage.ru_maxrss / 1024,
+        "stdout": out,
+    }
 
 
 def _env(tree: Path | None) -> dict[str, str]:
@@ -153,26 +168,37 @@ def bench_input(kind: str, folder: Path, base: Path | None, repeat: int) -> dict
         for name in ts:  # alternating, so that every tool sees the same load
             r = run(argv(name), ts[name][1])
             runs.setdefault(name, []).append(r)
-            print(f"  {kind} run {i + 1} {name}: {r['wall_s']:.2f} s wall, {r['cpu_s']:.2f} s CPU, "
-                  f"tree RSS {r['tree_rss_mib']:.0f} MiB, load {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"  {kind} run {i + 1} {name}: {r['wall_s']:.2f} s wall, {r['cpu_s']:.2f} s CPU, "
+                f"tree RSS {r['tree_rss_mib']:.0f} MiB, load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
     res: dict[str, object] = {"input": kind, "mb": size / 1e6, "files": len(files)}
     for name, rs in runs.items():
         wall = statistics.median(float(r["wall_s"]) for r in rs)  # type: ignore[arg-type]
-        res[name] = {"mb_s": size / 1e6 / wall, "wall_s": wall, "cpu_s": statistics.median(float(r["cpu_s"]) for r in rs),  # type: ignore[arg-type]
-                     "tree_rss_mib": max(float(r["tree_rss_mib"]) for r in rs),  # type: ignore[arg-type]
-                     "maxrss_mib": max(float(r["maxrss_mib"]) for r in rs)}  # type: ignore[arg-type]
+        res[name] = {
+            "mb_s": size / 1e6 / wall,
+            "wall_s": wall,
+            "cpu_s": statistics.median(float(r["cpu_s"]) for r in rs),  # type: ignore[arg-type]
+            "tree_rss_mib": max(float(r["tree_rss_mib"]) for r in rs),  # type: ignore[arg-type]
+            "maxrss_mib": max(float(r["maxrss_mib"]) for r in rs),
+        }  # type: ignore[arg-type]
     if "base" in runs:
         res["same_output"] = runs["base"][-1]["stdout"] == runs["this"][-1]["stdout"]
     if kind == "mixed":
         res["ib_warns_found"] = _ib_cited(runs["this"][-1]["stdout"])  # type: ignore[arg-type]
-        assert res["ib_warns_found"] == IB_WARNS, f"the mixed log's IB WARNs were not all found: {res['ib_warns_found']}"
+        assert res["ib_warns_found"] == IB_WARNS, (
+            f"the mixed log's IB WARNs were not all found: {res['ib_warns_found']}"
+        )
     return res
 
 
 def _ib_cited(stdout: bytes) -> int:
     doc = json.loads(stdout)
     ib = [f for f in doc["findings"] if f["id"] == "ib-error"]
-    return len({(e["path"], e["line"]) for f in ib for e in f["evidence"] if "Got completion from peer" in e["text"]})
+    return len(
+        {(e["path"], e["line"]) for f in ib for e in f["evidence"] if "Got completion from peer" in e["text"]}
+    )
 
 
 def growth(sizes: list[str]) -> list[dict[str, object]]:
@@ -183,9 +209,21 @@ def growth(sizes: list[str]) -> list[dict[str, object]]:
         folder = ensure("mixed", 0, 0, s)
         r = run(cmd + [str(folder), "--format", "json", "--quiet"], env)
         mb = sum(Path(f).stat().st_size for f in _files(folder)) / 1e6
-        out.append({"size": s, "mb": mb, "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "tree_rss_mib": r["tree_rss_mib"],
-                    "maxrss_mib": r["maxrss_mib"], "ib_warns_found": _ib_cited(r["stdout"])})  # type: ignore[arg-type]
-        print(f"  growth {s}: {mb:.0f} MB, {r['wall_s']:.1f} s wall, tree RSS {r['tree_rss_mib']:.0f} MiB", flush=True)
+        out.append(
+            {
+                "size": s,
+                "mb": mb,
+                "wall_s": r["wall_s"],
+                "cpu_s": r["cpu_s"],
+                "tree_rss_mib": r["tree_rss_mib"],
+                "maxrss_mib": r["maxrss_mib"],
+                "ib_warns_found": _ib_cited(r["stdout"]),
+            }
+        )  # type: ignore[arg-type]
+        print(
+            f"  growth {s}: {mb:.0f} MB, {r['wall_s']:.1f} s wall, tree RSS {r['tree_rss_mib']:.0f} MiB",
+            flush=True,
+        )
     return out
 
 
@@ -195,13 +233,17 @@ def _report(results: list[dict[str, object]]) -> None:
         for name in ("base", "this", "loop"):
             m = r.get(name)
             if isinstance(m, dict):
-                print(f"{r['input']} | {r['mb']:.0f} | {name} | {m['mb_s']:.1f} | {m['cpu_s']:.2f} | "
-                      f"{m['tree_rss_mib']:.0f} | {m['maxrss_mib']:.0f}")
+                print(
+                    f"{r['input']} | {r['mb']:.0f} | {name} | {m['mb_s']:.1f} | {m['cpu_s']:.2f} | "
+                    f"{m['tree_rss_mib']:.0f} | {m['maxrss_mib']:.0f}"
+                )
         this, loop, base = r["this"], r["loop"], r.get("base")
         line = f"  {r['input']}: this / loop = {this['mb_s'] / loop['mb_s']:.2f}x"  # type: ignore[index]
         if isinstance(base, dict):
-            line += (f", this / base = {this['mb_s'] / base['mb_s']:.2f}x speed, "  # type: ignore[index]
-                     f"{this['tree_rss_mib'] / base['tree_rss_mib']:.2f}x RSS, same output: {r['same_output']}")  # type: ignore[index]
+            line += (
+                f", this / base = {this['mb_s'] / base['mb_s']:.2f}x speed, "  # type: ignore[index]
+                f"{this['tree_rss_mib'] / base['tree_rss_mib']:.2f}x RSS, same output: {r['same_output']}"
+            )  # type: ignore[index]
         print(line)
 
 
@@ -209,17 +251,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ab", metavar="TREE", help="a baseline source tree (git worktree) run alternately")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", action="append", choices=("rank", "pool", "line", "mixed"), help="inputs (default: all)")
+    ap.add_argument(
+        "--only", action="append", choices=("rank", "pool", "line", "mixed"), help="inputs (default: all)"
+    )
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--coll", type=int, default=20000, help="COLL lines per rank")
     ap.add_argument("--mixed-size", default="500M")
-    ap.add_argument("--growth", action="store_true", help="also run mixed logs of 250 MB, 500 MB, 1 GB, 2 GB once")
+    ap.add_argument(
+        "--growth", action="store_true", help="also run mixed logs of 250 MB, 500 MB, 1 GB, 2 GB once"
+    )
     args = ap.parse_args(argv)
     base = Path(args.ab).resolve() if args.ab else None
     kinds = args.only or ["rank", "pool", "line", "mixed"]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{cores} core(s), load {os.getloadavg()[0]:.1f}, repeat {args.repeat}", flush=True)
-    results = [bench_input(k, ensure(k, args.ranks, args.coll, args.mixed_size), base, args.repeat) for k in kinds]
+    results = [
+        bench_input(k, ensure(k, args.ranks, args.coll, args.mixed_size), base, args.repeat) for k in kinds
+    ]
     _report(results)
     doc: dict[str, object] = {"cores": cores, "results": results}
     if args.growth:

@@ -30,17 +30,27 @@ import gen_logs as G  # bench/ is not a package
 
 def _torch_lines(r: G.Rank, seq: int, stalled: int, detector: int) -> list[str]:
     head = f"[rank{r.rank}]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) Rank {r.rank}] "
-    created = (f"[rank{r.rank}]:[I1218 19:00:01.100000000 ProcessGroupNCCL.cpp:2350] [PG ID 0 PG GUID 0(default_pg) "
-               f"Rank {r.rank}] ProcessGroupNCCL created ncclComm_ {r.comm} on CUDA device: {r.dev}")
+    created = (
+        f"[rank{r.rank}]:[I1218 19:00:01.100000000 ProcessGroupNCCL.cpp:2350] [PG ID 0 PG GUID 0(default_pg) "
+        f"Rank {r.rank}] ProcessGroupNCCL created ncclComm_ {r.comm} on CUDA device: {r.dev}"
+    )
     src = "this local rank" if r.rank == detector else f" rank {detector}"
     enq, comp = (seq - 1, seq - 1) if r.rank == stalled else (seq, seq - 1)
-    signal = (head + f"Received a dump signal due to a collective timeout from {src} and we will try our best to dump "
-              f"the debug info. Last enqueued NCCL work: {enq}, last completed NCCL work: {comp}.")
+    signal = (
+        head
+        + f"Received a dump signal due to a collective timeout from {src} and we will try our best to dump "
+        f"the debug info. Last enqueued NCCL work: {enq}, last completed NCCL work: {comp}."
+    )
     if r.rank == stalled:
         return [created, signal]
-    return [created, G.torch_timeout(r, seq),
-            head + f" failure detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {enq}, "
-                   f"last completed work: {comp}", signal]
+    return [
+        created,
+        G.torch_timeout(r, seq),
+        head
+        + f" failure detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {enq}, "
+        f"last completed work: {comp}",
+        signal,
+    ]
 
 
 def ensure_logs(ranks: int, coll: int, stalled: int) -> Path:
@@ -91,14 +101,20 @@ def main(argv: list[str] | None = None) -> int:
     wall, cpu, doc = min(runs, key=lambda r: r[0])
     hang = [f for f in doc["findings"] if isinstance(f, dict) and f.get("id") == "collective-hang"]  # type: ignore[union-attr]
     verdict = hang[0] if hang else None
-    print(f"{args.ranks} ranks x {args.coll} COLL lines: {size / 1e6:.0f} MB in {wall:.1f} s wall "
-          f"({cpu:.1f} s CPU), {size / 1e6 / wall:.0f} MB/s")
+    print(
+        f"{args.ranks} ranks x {args.coll} COLL lines: {size / 1e6:.0f} MB in {wall:.1f} s wall "
+        f"({cpu:.1f} s CPU), {size / 1e6 / wall:.0f} MB/s"
+    )
     if verdict is None:
         print("no collective-hang verdict found", file=sys.stderr)
         return 1
     print(f"verdict: {verdict['title']}")
     ok = verdict.get("ranks") == [args.stalled]
-    print("culprit is the stalled rank" if ok else f"culprit {verdict.get('ranks')} != stalled rank {args.stalled}")
+    print(
+        "culprit is the stalled rank"
+        if ok
+        else f"culprit {verdict.get('ranks')} != stalled rank {args.stalled}"
+    )
     return 0 if ok else 1
 
 

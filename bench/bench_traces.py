@@ -82,8 +82,12 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
     err = p.stderr.read().decode(errors="replace") if p.stderr else ""
     if p.returncode not in (0, 1):  # ncclscope exits 1 when an error finding is reported
         raise SystemExit(f"{cmd[:3]} failed ({p.returncode}):\n{err[-2000:]}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "tree_rss_mib": peak[0] / 1024,
-            "maxrss_mib": usage.ru_maxrss / 1024}
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "tree_rss_mib": peak[0] / 1024,
+        "maxrss_mib": usage.ru_maxrss / 1024,
+    }
 
 
 def trace_set(name: str, tmp: Path) -> Path:
@@ -105,7 +109,9 @@ def _write_set(name: str, tmp: Path) -> None:
 
         trace_fixtures.write_set(trace_fixtures.b200_set(), tmp / "b200_8rank")
     elif name == "dfindex":  # 8 × 54 MB: a real 2022 trace (216k events) given ranks 0..7, Kineto layout kept
-        src = REPO.parent / "shared" / "traces" / "single_rank_nccl" / "hta_df_index_resolver_rank1_of2.json.gz"
+        src = (
+            REPO.parent / "shared" / "traces" / "single_rank_nccl" / "hta_df_index_resolver_rank1_of2.json.gz"
+        )
         data = gzip.decompress(src.read_bytes())
         folder = tmp / "dfindex_8rank"
         folder.mkdir()
@@ -121,7 +127,17 @@ def _env() -> dict[str, str]:
 
 
 def bench(folder: Path, repeat: int) -> dict[str, object]:
-    ours = [sys.executable, "-m", "ncclscope", "analyze", "--trace", str(folder), "--format", "json", "--quiet"]
+    ours = [
+        sys.executable,
+        "-m",
+        "ncclscope",
+        "analyze",
+        "--trace",
+        str(folder),
+        "--format",
+        "json",
+        "--quiet",
+    ]
     hta = [str(HTA_PY), "-c", HTA_CODE, str(folder)]
     env = _env()
     run(ours, env)  # warm-up: bytecode caches and the page cache, for both alike
@@ -133,7 +149,10 @@ def bench(folder: Path, repeat: int) -> dict[str, object]:
     med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in res.items()}
     raw = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
     return {
-        "set": str(folder), "files": len(list(folder.iterdir())), "bytes_on_disk": raw, "repeat": repeat,
+        "set": str(folder),
+        "files": len(list(folder.iterdir())),
+        "bytes_on_disk": raw,
+        "repeat": repeat,
         "median": med,
         "speedup": med["hta"]["wall_s"] / med["ncclscope"]["wall_s"],
         "cpu_ratio": med["hta"]["cpu_s"] / med["ncclscope"]["cpu_s"],
@@ -145,8 +164,12 @@ def bench(folder: Path, repeat: int) -> dict[str, object]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", action="append", default=None,
-                    help="dlrm, b200, dfindex (needs ../shared) or a trace directory (repeatable)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        help="dlrm, b200, dfindex (needs ../shared) or a trace directory (repeatable)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write-set", nargs=2, metavar=("NAME", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -154,8 +177,11 @@ def main() -> int:
         _write_set(args.write_set[0], Path(args.write_set[1]))
         return 0
     if not HTA_PY.exists():
-        print(f"HTA venv missing: python3.11 -m venv bench/.venv-hta && {HTA_PY.parent}/pip install "
-              "HolisticTraceAnalysis==0.5.0", file=sys.stderr)
+        print(
+            f"HTA venv missing: python3.11 -m venv bench/.venv-hta && {HTA_PY.parent}/pip install "
+            "HolisticTraceAnalysis==0.5.0",
+            file=sys.stderr,
+        )
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
@@ -164,11 +190,13 @@ def main() -> int:
             r = bench(trace_set(name, Path(tmp)), args.repeat)
             results.append(r)
             m = r["median"]
-            print(f"{name}: {r['files']} files, {r['bytes_on_disk'] / 2**20:.1f} MiB | "  # type: ignore[operator]
-                  f"ncclscope {m['ncclscope']['wall_s']:.2f} s, {m['ncclscope']['tree_rss_mib']:.0f} MiB | "  # type: ignore[index]
-                  f"HTA {m['hta']['wall_s']:.2f} s, {m['hta']['tree_rss_mib']:.0f} MiB | "  # type: ignore[index]
-                  f"{r['speedup']:.1f}x faster (CPU time {r['cpu_ratio']:.1f}x), RSS {r['tree_rss_ratio']:.2f}x "
-                  f"(maxrss {r['maxrss_ratio']:.2f}x), load avg {r['load_avg']:.1f}")
+            print(
+                f"{name}: {r['files']} files, {r['bytes_on_disk'] / 2**20:.1f} MiB | "  # type: ignore[operator]
+                f"ncclscope {m['ncclscope']['wall_s']:.2f} s, {m['ncclscope']['tree_rss_mib']:.0f} MiB | "  # type: ignore[index]
+                f"HTA {m['hta']['wall_s']:.2f} s, {m['hta']['tree_rss_mib']:.0f} MiB | "  # type: ignore[index]
+                f"{r['speedup']:.1f}x faster (CPU time {r['cpu_ratio']:.1f}x), RSS {r['tree_rss_ratio']:.2f}x "
+                f"(maxrss {r['maxrss_ratio']:.2f}x), load avg {r['load_avg']:.1f}"
+            )
     (OUT / "bench_traces.json").write_text(json.dumps(results, indent=2))
     return 0
 

@@ -53,12 +53,16 @@ def init_lines(r: Rank, gpn: int, comm_id: str, nchannels: int = 2) -> Iterator[
     yield p + "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin."
     yield pi + f"NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:{r.ip}<0>"
     yield pi + "Using network IB"
-    yield pi + (f"ncclCommInitRank comm {r.comm} rank {r.rank} nranks {r.nranks} cudaDev {r.dev} "
-                f"nvmlDev {r.dev} busId {0x1b000 + r.dev * 0x1000:x} commId {comm_id} - Init START")
+    yield pi + (
+        f"ncclCommInitRank comm {r.comm} rank {r.rank} nranks {r.nranks} cudaDev {r.dev} "
+        f"nvmlDev {r.dev} busId {0x1B000 + r.dev * 0x1000:x} commId {comm_id} - Init START"
+    )
     yield pi + f"Setting affinity for GPU {r.dev} to ffff,ffffffff"
     nnodes = max(1, r.nranks // gpn)
-    yield pi + (f"comm {r.comm} rank {r.rank} nRanks {r.nranks} nNodes {nnodes} localRanks {min(gpn, r.nranks)} "
-                f"localRank {r.dev} MNNVL 0")
+    yield pi + (
+        f"comm {r.comm} rank {r.rank} nRanks {r.nranks} nNodes {nnodes} localRanks {min(gpn, r.nranks)} "
+        f"localRank {r.dev} MNNVL 0"
+    )
     if r.rank == 0:
         width = len(str(r.nranks - 1))
         shown = " ".join(f"{i:>{width}}" for i in range(min(r.nranks, 20)))
@@ -72,21 +76,34 @@ def init_lines(r: Rank, gpn: int, comm_id: str, nchannels: int = 2) -> Iterator[
     # NET only between nodes: a rank receives over IB only from a previous rank on another node.
     for c in range(nchannels):
         if prev // gpn != r.node:
-            yield pi + f"Channel {c:02d}/0 : {prev}[{prev % gpn}] -> {r.rank}[{r.dev}] [receive] via NET/IB/{c % 2}/GDRDMA"
+            yield (
+                pi
+                + f"Channel {c:02d}/0 : {prev}[{prev % gpn}] -> {r.rank}[{r.dev}] [receive] via NET/IB/{c % 2}/GDRDMA"
+            )
         if nxt // gpn == r.node:
             yield pi + f"Channel {c:02d}/0 : {r.rank}[{r.dev}] -> {nxt}[{nxt % gpn}] via P2P/CUMEM/read"
         else:
-            yield pi + f"Channel {c:02d}/0 : {r.rank}[{r.dev}] -> {nxt}[{nxt % gpn}] [send] via NET/IB/{c % 2}/GDRDMA"
+            yield (
+                pi
+                + f"Channel {c:02d}/0 : {r.rank}[{r.dev}] -> {nxt}[{nxt % gpn}] [send] via NET/IB/{c % 2}/GDRDMA"
+            )
     yield pi + "Connected all rings, use ring PXN 0 GDR 1"
     yield pi + "Connected all trees"
     yield pi + "threadThresholds 8/8/64 | 512/8/64 | 512 | 512"
-    yield pi + f"{nchannels} coll channels, 0 collnet channels, 0 nvls channels, {nchannels} p2p channels, 2 p2p channels per peer"
-    yield pi + (f"ncclCommInitRank comm {r.comm} rank {r.rank} nranks {r.nranks} cudaDev {r.dev} nvmlDev {r.dev} "
-                f"busId {0x1b000 + r.dev * 0x1000:x} commId {comm_id} - Init COMPLETE")
+    yield (
+        pi
+        + f"{nchannels} coll channels, 0 collnet channels, 0 nvls channels, {nchannels} p2p channels, 2 p2p channels per peer"
+    )
+    yield pi + (
+        f"ncclCommInitRank comm {r.comm} rank {r.rank} nranks {r.nranks} cudaDev {r.dev} nvmlDev {r.dev} "
+        f"busId {0x1B000 + r.dev * 0x1000:x} commId {comm_id} - Init COMPLETE"
+    )
 
 
 BUFFERS = ("rank", "pool", "line")
-SIZES = tuple((1 << (8 + i // 2)) * (3 if i % 2 else 2) for i in range(24))  # 24 sizes, 512 B .. 12 MiB elements
+SIZES = tuple(
+    (1 << (8 + i // 2)) * (3 if i % 2 else 2) for i in range(24)
+)  # 24 sizes, 512 B .. 12 MiB elements
 
 
 def _size(op_count: int, buffers: str) -> int:
@@ -106,18 +123,24 @@ def _buffers(r: Rank, buffers: str) -> tuple[str, str]:
 def coll_line(r: Rank, op_count: int, rng: random.Random, buffers: str = "rank") -> str:
     op = OPS[op_count % len(OPS)]
     send, recv = _buffers(r, buffers)
-    return (r.p() + f"{op}: opCount {op_count:x} sendbuff {send} recvbuff {recv} count {_size(op_count, buffers)} "
-            f"datatype 7 op 0 root 0 comm {r.comm} [nranks={r.nranks}] stream {r.stream}")
+    return (
+        r.p()
+        + f"{op}: opCount {op_count:x} sendbuff {send} recvbuff {recv} count {_size(op_count, buffers)} "
+        f"datatype 7 op 0 root 0 comm {r.comm} [nranks={r.nranks}] stream {r.stream}"
+    )
 
 
 def torch_timeout(r: Rank, seq: int) -> str:
-    return (f"[rank{r.rank}]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:632] [Rank {r.rank}] Watchdog caught "
-            f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1048576, "
-            f"NumelOut=1048576, Timeout(ms)=600000) ran for 600065 milliseconds before timing out.")
+    return (
+        f"[rank{r.rank}]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:632] [Rank {r.rank}] Watchdog caught "
+        f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1048576, "
+        f"NumelOut=1048576, Timeout(ms)=600000) ran for 600065 milliseconds before timing out."
+    )
 
 
-def rank_lines(r: Rank, args: argparse.Namespace, comm_id: str, stalls: dict[int, int],
-               rng: random.Random) -> Iterator[str]:
+def rank_lines(
+    r: Rank, args: argparse.Namespace, comm_id: str, stalls: dict[int, int], rng: random.Random
+) -> Iterator[str]:
     yield from init_lines(r, args.gpus_per_node, comm_id)
     last = stalls.get(r.rank, args.coll)
     for k in range(min(last, args.coll)):
@@ -162,10 +185,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--gpus-per-node", type=int, default=8)
     ap.add_argument("--out", default="bench/out/logs")
     ap.add_argument("--combined", action="store_true", help="one interleaved file instead of one per rank")
-    ap.add_argument("--stall", action="append", default=[], metavar="RANK:OPCOUNT",
-                    help="rank stops after OPCOUNT collectives (repeatable)")
+    ap.add_argument(
+        "--stall",
+        action="append",
+        default=[],
+        metavar="RANK:OPCOUNT",
+        help="rank stops after OPCOUNT collectives (repeatable)",
+    )
     ap.add_argument("--torch", action="store_true", help="append watchdog timeout lines when stalled")
-    ap.add_argument("--buffers", choices=BUFFERS, default="rank", help="how send/recv buffers vary (see above)")
+    ap.add_argument(
+        "--buffers", choices=BUFFERS, default="rank", help="how send/recv buffers vary (see above)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)
 

@@ -28,9 +28,11 @@ def _size(text: str) -> int:
 
 
 def _ib_warn(r: G.Rank, peer: G.Rank) -> str:
-    return (f"{r.host}:{r.pid}:{r.pid + 203} [{r.dev}] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
-            f"from peer {peer.ip}<44312> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
-            f"::ffff:{r.ip} remoteGids::ffff:{peer.ip} hca mlx5_0")
+    return (
+        f"{r.host}:{r.pid}:{r.pid + 203} [{r.dev}] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+        f"from peer {peer.ip}<44312> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
+        f"::ffff:{r.ip} remoteGids::ffff:{peer.ip} hca mlx5_0"
+    )
 
 
 class App:
@@ -42,9 +44,11 @@ class App:
 
     def mllog(self, key: str, value: str, step: int) -> str:
         self.t_ms += self.rng.randrange(1, 40)
-        return (f':::MLLOG {{"namespace": "", "time_ms": {self.t_ms}, "event_type": "POINT_IN_TIME", "key": "{key}", '
-                f'"value": {value}, "metadata": {{"file": "/workspace/llama2/train.py", "lineno": {400 + step % 97}, '
-                f'"epoch_num": {step // 1000}, "step": {step}}}}}')
+        return (
+            f':::MLLOG {{"namespace": "", "time_ms": {self.t_ms}, "event_type": "POINT_IN_TIME", "key": "{key}", '
+            f'"value": {value}, "metadata": {{"file": "/workspace/llama2/train.py", "lineno": {400 + step % 97}, '
+            f'"epoch_num": {step // 1000}, "step": {step}}}}}'
+        )
 
     def tqdm(self, step: int, total: int) -> str:
         parts = []
@@ -52,31 +56,45 @@ class App:
             i = min(total, step + k)
             pct = 100 * i // total
             bar = "█" * (pct // 10) + " " * (10 - pct // 10)
-            parts.append(f"Epoch {step // total}: {pct:3d}%|{bar}| {i}/{total} [{i // 60:02d}:{i % 60:02d}<"
-                         f"{(total - i) // 60:02d}:{(total - i) % 60:02d}, {self.rng.uniform(4, 7):.2f}it/s, "
-                         f"loss={self.rng.uniform(1.5, 3):.3f}, lr={self.rng.uniform(1e-5, 1e-4):.2e}]")
+            parts.append(
+                f"Epoch {step // total}: {pct:3d}%|{bar}| {i}/{total} [{i // 60:02d}:{i % 60:02d}<"
+                f"{(total - i) // 60:02d}:{(total - i) % 60:02d}, {self.rng.uniform(4, 7):.2f}it/s, "
+                f"loss={self.rng.uniform(1.5, 3):.3f}, lr={self.rng.uniform(1e-5, 1e-4):.2e}]"
+            )
         return "\r".join(parts)
 
     def step_lines(self, step: int) -> list[str]:
         r = self.rng
-        out = [self.mllog("train_loss", f"{r.uniform(1.5, 3.0):.6f}", step),
-               self.mllog("throughput", f"{r.uniform(900, 1100):.2f}", step),
-               (f"step {step}: loss {r.uniform(1.5, 3.0):.4f} grad_norm {r.uniform(0.1, 2):.4f} "
-                f"tokens/s {r.randrange(90000, 110000)} mem_alloc {r.uniform(30, 70):.1f}GiB"),
-               self.tqdm(step % 1000, 1000)]
+        out = [
+            self.mllog("train_loss", f"{r.uniform(1.5, 3.0):.6f}", step),
+            self.mllog("throughput", f"{r.uniform(900, 1100):.2f}", step),
+            (
+                f"step {step}: loss {r.uniform(1.5, 3.0):.4f} grad_norm {r.uniform(0.1, 2):.4f} "
+                f"tokens/s {r.randrange(90000, 110000)} mem_alloc {r.uniform(30, 70):.1f}GiB"
+            ),
+            self.tqdm(step % 1000, 1000),
+        ]
         if step % 7 == 0:
-            out += [("/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: "
-                     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version 2.4 "
-                     "we will raise an exception if use_reentrant is not passed."),
-                    "  warnings.warn("]
+            out += [
+                (
+                    "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: "
+                    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version 2.4 "
+                    "we will raise an exception if use_reentrant is not passed."
+                ),
+                "  warnings.warn(",
+            ]
         if step % 211 == 0:
-            out += ["Traceback (most recent call last):",
-                    ('  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/worker.py", line 308, '
-                     "in _worker_loop"),
-                    "    data = fetcher.fetch(index)",
-                    '  File "/workspace/llama2/data.py", line 88, in __getitem__',
-                    "    raise ValueError(f'bad sample {idx}')",
-                    f"ValueError: bad sample {r.randrange(10**6)} (skipped, retrying with the next index)"]
+            out += [
+                "Traceback (most recent call last):",
+                (
+                    '  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/worker.py", line 308, '
+                    "in _worker_loop"
+                ),
+                "    data = fetcher.fetch(index)",
+                '  File "/workspace/llama2/data.py", line 88, in __getitem__',
+                "    raise ValueError(f'bad sample {idx}')",
+                f"ValueError: bad sample {r.randrange(10**6)} (skipped, retrying with the next index)",
+            ]
         return out
 
 
@@ -101,7 +119,9 @@ def generate(out: Path, size: int, ranks: int, seed: int = 0) -> tuple[int, int]
         step, written = 0, fh.tell()
         while written < size:
             block = []
-            for r in range(0, ranks, max(1, ranks // 8)):  # a few ranks print per step, as rank-0-only logging leaves it
+            for r in range(
+                0, ranks, max(1, ranks // 8)
+            ):  # a few ranks print per step, as rank-0-only logging leaves it
                 block += [tags[r] + ln for ln in app.step_lines(step)]
             if warn_at and written >= warn_at[0]:
                 warn_at.pop(0)
@@ -112,8 +132,13 @@ def generate(out: Path, size: int, ranks: int, seed: int = 0) -> tuple[int, int]
             fh.write(text)
             written += len(text.encode())
             step += 1
-        fh.write("".join(tags[r.rank] + r.p() + f"comm {r.comm} rank {r.rank} nranks {r.nranks} cudaDev {r.dev} "
-                         f"busId {0x1b000 + r.dev * 0x1000:x} - Destroy COMPLETE\n" for r in rs))
+        fh.write(
+            "".join(
+                tags[r.rank] + r.p() + f"comm {r.comm} rank {r.rank} nranks {r.nranks} cudaDev {r.dev} "
+                f"busId {0x1B000 + r.dev * 0x1000:x} - Destroy COMPLETE\n"
+                for r in rs
+            )
+        )
         nccl += ranks
         return fh.tell(), nccl
 

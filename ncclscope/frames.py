@@ -36,8 +36,12 @@ class Coverage:
     unknown: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"lines": self.lines, "nccl_lines": self.nccl_lines,
-                "recognized": self.recognized, "unknown": self.unknown}
+        return {
+            "lines": self.lines,
+            "nccl_lines": self.nccl_lines,
+            "recognized": self.recognized,
+            "unknown": self.unknown,
+        }
 
 
 def _empty(schema: S.Schema) -> pl.DataFrame:
@@ -55,12 +59,28 @@ class FullFrames:
 def in_order(df: pl.DataFrame) -> bool:
     """Already sorted by (path, line)? (Sorting millions of COLL rows is not free, and they usually are.)"""
     p, ln = pl.col("path"), pl.col("line")
-    ok = df.select(((p > p.shift(1)) | ((p == p.shift(1)) & (ln >= ln.shift(1)))).fill_null(True).all()).item()
+    ok = df.select(
+        ((p > p.shift(1)) | ((p == p.shift(1)) & (ln >= ln.shift(1)))).fill_null(True).all()
+    ).item()
     return bool(ok)
 
 
-_TABLES = ("inits", "versions", "env", "network", "rings", "connections", "channels", "warnings", "trail",
-           "collectives", "torch", "known", "unknown", "streams")
+_TABLES = (
+    "inits",
+    "versions",
+    "env",
+    "network",
+    "rings",
+    "connections",
+    "channels",
+    "warnings",
+    "trail",
+    "collectives",
+    "torch",
+    "known",
+    "unknown",
+    "streams",
+)
 
 
 @dataclass(frozen=True)
@@ -91,7 +111,9 @@ class LogFrames:
     @functools.cached_property
     def _full(self) -> FullFrames:
         if self.rebuild is None:
-            return FullFrames(self.coll.frame if self.coll.frame is not None else _empty(S.COLLECTIVES), self.unknown)
+            return FullFrames(
+                self.coll.frame if self.coll.frame is not None else _empty(S.COLLECTIVES), self.unknown
+            )
         return self.rebuild()
 
     @functools.cached_property

@@ -22,7 +22,9 @@ KEY = ["host", "pid", "comm_ptr", "rank_hint", "nranks"]
 SIG = ["op", "count", "datatype"]
 EVIDENCE = ["path", "line", "text", "op", "count", "datatype"]
 # The columns of a COLL line the facts are made of (a subset of schema.COLLECTIVES).
-ROWS: S.Schema = {c: S.COLLECTIVES[c] for c in ("path", "line", "text", *KEY, "op", "op_count", "count", "datatype")}
+ROWS: S.Schema = {
+    c: S.COLLECTIVES[c] for c in ("path", "line", "text", *KEY, "op", "op_count", "count", "datatype")
+}
 P2P = ["Send", "Recv"]  # no signature check for point-to-point lines
 SEED = 0x5EEDC011  # hashes must agree across processes: a fixed seed
 
@@ -37,18 +39,26 @@ def sig() -> pl.Expr:
 
 def _seq_of(pairs: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
     """One hash per group of distinct (op_count, sig) pairs: equal sets, equal hashes."""
-    return pairs.group_by(by).agg(pl.struct(pl.col("_h").bitwise_xor().alias("x"), pl.len().alias("n"))
-                                  .hash(SEED).alias("seq"))
+    return pairs.group_by(by).agg(
+        pl.struct(pl.col("_h").bitwise_xor().alias("x"), pl.len().alias("n")).hash(SEED).alias("seq")
+    )
 
 
 def part_facts(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(COLL_PROCS, COLL_SEQS) of COLL rows (`ROWS` columns, any order)."""
     live = rows.lazy().filter(pl.col("op_count").is_not_null()).sort("path", "line")
     at_max = pl.col("op_count") == pl.col("op_count").max()
-    procs = live.group_by(KEY).agg(pl.len().cast(pl.Int64).alias("n_coll"), pl.col("op_count").max().alias("max_op_count"),
-                                   *[pl.col(c).filter(at_max).first() for c in EVIDENCE])
-    pairs = (live.filter(~pl.col("op").is_in(P2P)).select(*KEY, "op_count", sig()).unique()
-             .with_columns(_pair_hash().alias("_h")))
+    procs = live.group_by(KEY).agg(
+        pl.len().cast(pl.Int64).alias("n_coll"),
+        pl.col("op_count").max().alias("max_op_count"),
+        *[pl.col(c).filter(at_max).first() for c in EVIDENCE],
+    )
+    pairs = (
+        live.filter(~pl.col("op").is_in(P2P))
+        .select(*KEY, "op_count", sig())
+        .unique()
+        .with_columns(_pair_hash().alias("_h"))
+    )
     seq = _seq_of(pairs, KEY)
     procs = procs.join(seq, on=KEY, how="left", nulls_equal=True)
     seqs = pairs.join(seq, on=KEY, how="inner", nulls_equal=True).select("seq", "op_count", "sig").unique()
@@ -64,18 +74,33 @@ def merge(procs: Sequence[pl.DataFrame], seqs: Sequence[pl.DataFrame]) -> tuple[
     if dup.is_empty():
         return p.sort(KEY, nulls_last=True), s
     best = pl.col("max_op_count").max()
-    one = (dup.sort("path", "line").group_by(KEY)
-           .agg(pl.col("n_coll").sum(), best.alias("max_op_count"),
-                *[pl.col(c).filter(pl.col("max_op_count") == best).first() for c in EVIDENCE]))
-    pairs = (dup.lazy().select(*KEY, "seq").filter(pl.col("seq").is_not_null())
-             .join(s.lazy(), on="seq").select(*KEY, "op_count", "sig").unique().with_columns(_pair_hash().alias("_h")))
+    one = (
+        dup.sort("path", "line")
+        .group_by(KEY)
+        .agg(
+            pl.col("n_coll").sum(),
+            best.alias("max_op_count"),
+            *[pl.col(c).filter(pl.col("max_op_count") == best).first() for c in EVIDENCE],
+        )
+    )
+    pairs = (
+        dup.lazy()
+        .select(*KEY, "seq")
+        .filter(pl.col("seq").is_not_null())
+        .join(s.lazy(), on="seq")
+        .select(*KEY, "op_count", "sig")
+        .unique()
+        .with_columns(_pair_hash().alias("_h"))
+    )
     seq = _seq_of(pairs, KEY).collect()
     one = one.join(seq, on=KEY, how="left", nulls_equal=True)
     new_sets = pairs.join(seq.lazy(), on=KEY, nulls_equal=True).select("seq", "op_count", "sig").collect()
     rest = p.join(dup.select(KEY).unique(), on=KEY, how="anti", nulls_equal=True)
     merged = pl.concat([rest, S.conform(one, S.COLL_PROCS)], how="vertical_relaxed")
     used = merged["seq"].drop_nulls().unique()
-    sets = pl.concat([s, S.conform(new_sets, S.COLL_SEQS)]).unique().filter(pl.col("seq").is_in(used.implode()))
+    sets = (
+        pl.concat([s, S.conform(new_sets, S.COLL_SEQS)]).unique().filter(pl.col("seq").is_in(used.implode()))
+    )
     return merged.sort(KEY, nulls_last=True), sets
 
 

@@ -32,132 +32,161 @@ def _with_origin(extra: Schema) -> Schema:
 
 # --- log frames (built by ncclscope.frames from parse records) -------------------------------
 
-INITS = _with_origin({
-    "phase": pl.Utf8,  # "start" | "complete" | "comm" (the `comm … nRanks … nNodes` line) | "legacy"
-    "func": pl.Utf8,  # ncclCommInitRank, ncclCommSplit, ncclCommInitAll, … (null when not printed)
-    "comm_ptr": pl.Utf8,  # "0x55…" as printed
-    "comm_id": pl.Utf8,  # commId hex as printed (2.2x+), else null
-    "rank": pl.Int64,
-    "nranks": pl.Int64,
-    "nnodes": pl.Int64,
-    "local_ranks": pl.Int64,
-    "local_rank": pl.Int64,
-    "init_cuda_dev": pl.Int64,
-    "nvml_dev": pl.Int64,
-    "bus_id": pl.Utf8,
-    "parent_comm_ptr": pl.Utf8,  # ncclCommSplit parent, when printed
-    "color": pl.Int64,
-    "key": pl.Int64,
-})
+INITS = _with_origin(
+    {
+        "phase": pl.Utf8,  # "start" | "complete" | "comm" (the `comm … nRanks … nNodes` line) | "legacy"
+        "func": pl.Utf8,  # ncclCommInitRank, ncclCommSplit, ncclCommInitAll, … (null when not printed)
+        "comm_ptr": pl.Utf8,  # "0x55…" as printed
+        "comm_id": pl.Utf8,  # commId hex as printed (2.2x+), else null
+        "rank": pl.Int64,
+        "nranks": pl.Int64,
+        "nnodes": pl.Int64,
+        "local_ranks": pl.Int64,
+        "local_rank": pl.Int64,
+        "init_cuda_dev": pl.Int64,
+        "nvml_dev": pl.Int64,
+        "bus_id": pl.Utf8,
+        "parent_comm_ptr": pl.Utf8,  # ncclCommSplit parent, when printed
+        "color": pl.Int64,
+        "key": pl.Int64,
+    }
+)
 
-VERSIONS = _with_origin({
-    "kind": pl.Utf8,  # "nccl" | "cuda" (the +cudaX.Y of the banner) | "cuda_driver" | "torch" | "plugin"
-    "value": pl.Utf8,
-})
+VERSIONS = _with_origin(
+    {
+        "kind": pl.Utf8,  # "nccl" | "cuda" (the +cudaX.Y of the banner) | "cuda_driver" | "torch" | "plugin"
+        "value": pl.Utf8,
+    }
+)
 
-ENV = _with_origin({
-    "name": pl.Utf8,
-    "value": pl.Utf8,
-})
+ENV = _with_origin(
+    {
+        "name": pl.Utf8,
+        "value": pl.Utf8,
+    }
+)
 
-NETWORK = _with_origin({
-    # "bootstrap" | "socket_iface" | "ib_dev" | "using_network" | "plugin" | "gdr_disabled"
-    # | "ib_no_device" | "ibverbs_missing" | "socket_threads" | "ofi" | "nic_distance"
-    "kind": pl.Utf8,
-    "index": pl.Int64,  # [N] position in a list line
-    "iface": pl.Utf8,
-    "address": pl.Utf8,  # IPv4/IPv6 without the <port>
-    "port": pl.Int64,
-    "net": pl.Utf8,  # Socket | IB | IBext | AWS Libfabric | … (using_network, plugin)
-    "hca": pl.Utf8,
-    "hca_port": pl.Int64,
-    "link_layer": pl.Utf8,  # IB | RoCE
-    "detail": pl.Utf8,
-})
+NETWORK = _with_origin(
+    {
+        # "bootstrap" | "socket_iface" | "ib_dev" | "using_network" | "plugin" | "gdr_disabled"
+        # | "ib_no_device" | "ibverbs_missing" | "socket_threads" | "ofi" | "nic_distance"
+        "kind": pl.Utf8,
+        "index": pl.Int64,  # [N] position in a list line
+        "iface": pl.Utf8,
+        "address": pl.Utf8,  # IPv4/IPv6 without the <port>
+        "port": pl.Int64,
+        "net": pl.Utf8,  # Socket | IB | IBext | AWS Libfabric | … (using_network, plugin)
+        "hca": pl.Utf8,
+        "hca_port": pl.Int64,
+        "link_layer": pl.Utf8,  # IB | RoCE
+        "detail": pl.Utf8,
+    }
+)
 
-RINGS = _with_origin({
-    "kind": pl.Utf8,  # "ring_order" | "ring_neighbors" | "tree"
-    "channel": pl.Int64,
-    "nchannels": pl.Int64,  # the /MM of `Channel NN/MM :`
-    "order": pl.List(pl.Int64),  # ring order (ring_order) or [prev, me, next] (ring_neighbors)
-    "tree_rank": pl.Int64,  # tree: this rank
-    "tree_up": pl.Int64,  # tree: parent (-1 none)
-    "tree_down": pl.List(pl.Int64),  # tree: children (-1 entries dropped)
-    "truncated": pl.Boolean,  # line capped with `...` or at 20 ranks
-})
+RINGS = _with_origin(
+    {
+        "kind": pl.Utf8,  # "ring_order" | "ring_neighbors" | "tree"
+        "channel": pl.Int64,
+        "nchannels": pl.Int64,  # the /MM of `Channel NN/MM :`
+        "order": pl.List(pl.Int64),  # ring order (ring_order) or [prev, me, next] (ring_neighbors)
+        "tree_rank": pl.Int64,  # tree: this rank
+        "tree_up": pl.Int64,  # tree: parent (-1 none)
+        "tree_down": pl.List(pl.Int64),  # tree: children (-1 entries dropped)
+        "truncated": pl.Boolean,  # line capped with `...` or at 20 ranks
+    }
+)
 
-CONNECTIONS = _with_origin({
-    "kind": pl.Utf8,  # "ring" (≤2.6 `Ring NN :`) | "channel" | "collnet"
-    "channel": pl.Int64,
-    "conn_index": pl.Int64,  # the /N of `Channel NN/N` (2.12+)
-    "src_rank": pl.Int64,
-    "src_dev": pl.Utf8,  # busId (≤2.18.1) or nvmlDev as printed
-    "dst_rank": pl.Int64,
-    "dst_dev": pl.Utf8,
-    "direction": pl.Utf8,  # "send" | "receive" | null (P2P/SHM lines)
-    "transport": pl.Utf8,  # "P2P" | "SHM" | "NET" | "COLLNET"
-    "detail": pl.Utf8,  # IPC/read, CUMEM, direct pointer, direct/direct, IB/0/GDRDMA, …
-    "net": pl.Utf8,  # for NET: IB | Socket | AWS Libfabric | …
-    "net_dev": pl.Int64,
-    "gdr": pl.Boolean,
-})
+CONNECTIONS = _with_origin(
+    {
+        "kind": pl.Utf8,  # "ring" (≤2.6 `Ring NN :`) | "channel" | "collnet"
+        "channel": pl.Int64,
+        "conn_index": pl.Int64,  # the /N of `Channel NN/N` (2.12+)
+        "src_rank": pl.Int64,
+        "src_dev": pl.Utf8,  # busId (≤2.18.1) or nvmlDev as printed
+        "dst_rank": pl.Int64,
+        "dst_dev": pl.Utf8,
+        "direction": pl.Utf8,  # "send" | "receive" | null (P2P/SHM lines)
+        "transport": pl.Utf8,  # "P2P" | "SHM" | "NET" | "COLLNET"
+        "detail": pl.Utf8,  # IPC/read, CUMEM, direct pointer, direct/direct, IB/0/GDRDMA, …
+        "net": pl.Utf8,  # for NET: IB | Socket | AWS Libfabric | …
+        "net_dev": pl.Int64,
+        "gdr": pl.Boolean,
+    }
+)
 
-CHANNELS = _with_origin({
-    "kind": pl.Utf8,  # "summary" | "connected_rings" | "connected_trees" | "thread_thresholds" | …
-    "coll_channels": pl.Int64,
-    "collnet_channels": pl.Int64,
-    "nvls_channels": pl.Int64,
-    "p2p_channels": pl.Int64,
-    "p2p_per_peer": pl.Int64,
-    "pxn": pl.Int64,
-    "gdr": pl.Int64,
-})
+CHANNELS = _with_origin(
+    {
+        "kind": pl.Utf8,  # "summary" | "connected_rings" | "connected_trees" | "thread_thresholds" | …
+        "coll_channels": pl.Int64,
+        "collnet_channels": pl.Int64,
+        "nvls_channels": pl.Int64,
+        "p2p_channels": pl.Int64,
+        "p2p_per_peer": pl.Int64,
+        "pxn": pl.Int64,
+        "gdr": pl.Int64,
+    }
+)
 
-WARNINGS = _with_origin({
-    "level": pl.Utf8,  # "WARN" | "INFO" (NOWARN-downgraded or retry lines)
-    "src_file": pl.Utf8,
-    "src_line": pl.Int64,
-    # socket | ib_completion | ib_async | cuda | oom | shm | duplicate_gpu | version | collective_mismatch
-    # | nvls | bootstrap | proxy | plugin | collnet | ring | other
-    "family": pl.Utf8,
-    "message": pl.Utf8,
-    "peer": pl.Utf8,  # peer address/host when the message names one
-    "status": pl.Int64,  # IB completion status
-    "vendor_err": pl.Int64,
-    "cuda_code": pl.Int64,
-    "benign": pl.Boolean,  # whitelisted noise (plugin probing, libibverbs on Ethernet, …)
-})
+WARNINGS = _with_origin(
+    {
+        "level": pl.Utf8,  # "WARN" | "INFO" (NOWARN-downgraded or retry lines)
+        "src_file": pl.Utf8,
+        "src_line": pl.Int64,
+        # socket | ib_completion | ib_async | cuda | oom | shm | duplicate_gpu | version | collective_mismatch
+        # | nvls | bootstrap | proxy | plugin | collnet | ring | other
+        "family": pl.Utf8,
+        "message": pl.Utf8,
+        "peer": pl.Utf8,  # peer address/host when the message names one
+        "status": pl.Int64,  # IB completion status
+        "vendor_err": pl.Int64,
+        "cuda_code": pl.Int64,
+        "benign": pl.Boolean,  # whitelisted noise (plugin probing, libibverbs on Ethernet, …)
+    }
+)
 
-TRAIL = _with_origin({
-    "src_file": pl.Utf8,
-    "src_line": pl.Int64,
-    "code": pl.Int64,  # ncclResult_t
-    "thread": pl.Utf8,  # Async thread | Proxy Thread | Progress Thread | Service thread | null
-    "detail": pl.Utf8,  # strerror text when printed
-})
+TRAIL = _with_origin(
+    {
+        "src_file": pl.Utf8,
+        "src_line": pl.Int64,
+        "code": pl.Int64,  # ncclResult_t
+        "thread": pl.Utf8,  # Async thread | Proxy Thread | Progress Thread | Service thread | null
+        "detail": pl.Utf8,  # strerror text when printed
+    }
+)
 
-COLLECTIVES = _with_origin({
-    "op": pl.Utf8,  # AllReduce, Broadcast, …
-    "op_count": pl.Int64,  # opCount is printed in hex
-    "comm_ptr": pl.Utf8,
-    "count": pl.Int64,
-    "datatype": pl.Int64,
-    "red_op": pl.Int64,
-    "root": pl.Int64,
-    "nranks": pl.Int64,
-    "stream": pl.Utf8,
-    "sendbuff": pl.Utf8,
-    "recvbuff": pl.Utf8,
-})
+COLLECTIVES = _with_origin(
+    {
+        "op": pl.Utf8,  # AllReduce, Broadcast, …
+        "op_count": pl.Int64,  # opCount is printed in hex
+        "comm_ptr": pl.Utf8,
+        "count": pl.Int64,
+        "datatype": pl.Int64,
+        "red_op": pl.Int64,
+        "root": pl.Int64,
+        "nranks": pl.Int64,
+        "stream": pl.Utf8,
+        "sendbuff": pl.Utf8,
+        "recvbuff": pl.Utf8,
+    }
+)
 
 # What the analysis keeps of COLL lines (`frames_coll.CollFacts`): one row per process key (everything
 # a line's communicator and rank depend on) and each distinct set of (opCount, op signature) pairs once.
 COLL_PROCS: Schema = {
-    "host": pl.Utf8, "pid": pl.Int64, "comm_ptr": pl.Utf8, "rank_hint": pl.Int64, "nranks": pl.Int64,
+    "host": pl.Utf8,
+    "pid": pl.Int64,
+    "comm_ptr": pl.Utf8,
+    "rank_hint": pl.Int64,
+    "nranks": pl.Int64,
     "n_coll": pl.Int64,  # COLL lines with an opCount
     "max_op_count": pl.Int64,
     # the first line (path, line order) that printed max_op_count
-    "path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8, "op": pl.Utf8, "count": pl.Int64, "datatype": pl.Int64,
+    "path": pl.Utf8,
+    "line": pl.Int64,
+    "text": pl.Utf8,
+    "op": pl.Utf8,
+    "count": pl.Int64,
+    "datatype": pl.Int64,
     "seq": pl.UInt64,  # hash of its set of (op_count, sig) pairs, Send/Recv left out; null when empty
 }
 COLL_SEQS: Schema = {
@@ -166,46 +195,52 @@ COLL_SEQS: Schema = {
     "sig": pl.UInt64,  # hash of (op, count, datatype)
 }
 
-TORCH = _with_origin({
-    # watchdog_timeout | pg_status | dump_signal | dump_observed | heartbeat_stuck | created_comm
-    # | backend_error | last_error | desync | taking_down | terminate | init_options | other
-    # | exception | traceback | spawn (application output, issue 10)
-    "kind": pl.Utf8,
-    "severity": pl.Utf8,  # c10 letter I/W/E/F
-    "rank": pl.Int64,  # rank named in the line ([Rank N] / [PG … Rank N]); else rank_hint
-    "pg_id": pl.Utf8,
-    "pg_name": pl.Utf8,
-    "pg_desc": pl.Utf8,
-    "seq": pl.Int64,
-    "op_type": pl.Utf8,
-    "numel_in": pl.Int64,
-    "numel_out": pl.Int64,
-    "timeout_ms": pl.Int64,
-    "ran_for_ms": pl.Int64,
-    "last_enqueued": pl.Int64,
-    "last_completed": pl.Int64,
-    "last_started": pl.Int64,
-    "from_rank": pl.Int64,  # dump signal from rank N (null for "this local rank")
-    "comm_ptr": pl.Utf8,  # created ncclComm_ 0x…
-    "nccl_version": pl.Utf8,
-    "world_size": pl.Int64,  # the world size a framework says it starts (Lightning's MEMBER m/n)
-    "detail": pl.Utf8,
-    # additive (issue 10): application output
-    "exc_type": pl.Utf8,  # Python exception class in front of the message (`torch.OutOfMemoryError`)
-    "local_rank": pl.Int64,  # process index torch.multiprocessing.spawn names (`-- Process N terminated …`)
-})
+TORCH = _with_origin(
+    {
+        # watchdog_timeout | pg_status | dump_signal | dump_observed | heartbeat_stuck | created_comm
+        # | backend_error | last_error | desync | taking_down | terminate | init_options | other
+        # | exception | traceback | spawn (application output, issue 10)
+        "kind": pl.Utf8,
+        "severity": pl.Utf8,  # c10 letter I/W/E/F
+        "rank": pl.Int64,  # rank named in the line ([Rank N] / [PG … Rank N]); else rank_hint
+        "pg_id": pl.Utf8,
+        "pg_name": pl.Utf8,
+        "pg_desc": pl.Utf8,
+        "seq": pl.Int64,
+        "op_type": pl.Utf8,
+        "numel_in": pl.Int64,
+        "numel_out": pl.Int64,
+        "timeout_ms": pl.Int64,
+        "ran_for_ms": pl.Int64,
+        "last_enqueued": pl.Int64,
+        "last_completed": pl.Int64,
+        "last_started": pl.Int64,
+        "from_rank": pl.Int64,  # dump signal from rank N (null for "this local rank")
+        "comm_ptr": pl.Utf8,  # created ncclComm_ 0x…
+        "nccl_version": pl.Utf8,
+        "world_size": pl.Int64,  # the world size a framework says it starts (Lightning's MEMBER m/n)
+        "detail": pl.Utf8,
+        # additive (issue 10): application output
+        "exc_type": pl.Utf8,  # Python exception class in front of the message (`torch.OutOfMemoryError`)
+        "local_rank": pl.Int64,  # process index torch.multiprocessing.spawn names (`-- Process N terminated …`)
+    }
+)
 
 # NCCL lines no family claims, named by the message catalog (grammars/nccl_catalog.lark).
-KNOWN = _with_origin({
-    "level": pl.Utf8,  # INFO | WARN | TRACE | CALL | VERSION, as the line's prefix says
-    "catalog_id": pl.Utf8,  # the format's id in grammars/catalog/nccl_messages.json
-    "subsys": pl.Utf8,  # the INFO subsystems the source passes, comma-separated (WARN: ALL)
-    "message": pl.Utf8,
-})
+KNOWN = _with_origin(
+    {
+        "level": pl.Utf8,  # INFO | WARN | TRACE | CALL | VERSION, as the line's prefix says
+        "catalog_id": pl.Utf8,  # the format's id in grammars/catalog/nccl_messages.json
+        "subsys": pl.Utf8,  # the INFO subsystems the source passes, comma-separated (WARN: ALL)
+        "message": pl.Utf8,
+    }
+)
 
-UNKNOWN = _with_origin({
-    "is_nccl": pl.Boolean,  # it carried an NCCL prefix but the message matched no family
-})
+UNKNOWN = _with_origin(
+    {
+        "is_nccl": pl.Boolean,  # it carried an NCCL prefix but the message matched no family
+    }
+)
 
 # Per (path, host, pid) process stream: span of lines, for hang analysis.
 STREAMS: Schema = {
@@ -465,8 +500,7 @@ def empty(schema: Schema) -> pl.DataFrame:
 def conform(df: pl.DataFrame, schema: Schema) -> pl.DataFrame:
     """Add missing columns as nulls, cast to the declared dtypes and order columns as declared."""
     cols = [
-        (pl.col(n).cast(t) if n in df.columns else pl.lit(None, dtype=t).alias(n))
-        for n, t in schema.items()
+        (pl.col(n).cast(t) if n in df.columns else pl.lit(None, dtype=t).alias(n)) for n, t in schema.items()
     ]
     return df.select(cols)
 

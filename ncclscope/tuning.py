@@ -30,7 +30,9 @@ class Tuning:
     log_workers: int | None = None  # worker processes besides the caller; None: one per other core, at most 7
     log_pool_min_bytes: int = 64 << 20  # a smaller log set is read in the calling process
     full_frames_max_bytes: int = 64 << 20  # up to this, every COLL and unknown line is kept; above, the facts
-    fast_paths: bool = True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
+    fast_paths: bool = (
+        True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
+    )
     # --- traces -----------------------------------------------------------------------------------
     trace_pool_min_bytes: int = 64 << 20  # a smaller trace set decodes in < 0.3 s: no worker processes
     trace_max_workers: int = 3  # each holds its own interpreter (~30 MB) while it runs

@@ -23,79 +23,133 @@ def _warn(prefix: str, where: str, msg: str) -> str:
 CASES: dict[str, tuple[list[str], list[str]]] = {
     "iface-loopback": (
         [A + "Bootstrap : Using lo:127.0.0.1<0>", B + "Bootstrap : Using eth0:10.0.0.2<0>"],
-        [A + "Bootstrap : Using lo:127.0.0.1<0>",
-         A + "comm 0x5b3e95c rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0"]),
+        [
+            A + "Bootstrap : Using lo:127.0.0.1<0>",
+            A + "comm 0x5b3e95c rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0",
+        ],
+    ),
     "iface-virtual": (
-        [A + "Bootstrap : Using [0]ens5:172.16.8.137<0> [1]veth75fa783:fe80::fb33:e7b6%veth75fa783<0>",
-         B + "Bootstrap : Using [0]ens5:172.16.8.138<0>"],
-        [A + "Bootstrap : Using eth0:10.0.0.1<0>", B + "Bootstrap : Using eth0:10.0.0.2<0>"]),
+        [
+            A + "Bootstrap : Using [0]ens5:172.16.8.137<0> [1]veth75fa783:fe80::fb33:e7b6%veth75fa783<0>",
+            B + "Bootstrap : Using [0]ens5:172.16.8.138<0>",
+        ],
+        [A + "Bootstrap : Using eth0:10.0.0.1<0>", B + "Bootstrap : Using eth0:10.0.0.2<0>"],
+    ),
     "iface-mismatch": (
         [A + "Bootstrap : Using eth0:10.0.0.1<0>", B + "Bootstrap : Using ib0:10.0.0.2<0>"],
-        [A + "Bootstrap : Using eth0:10.0.0.1<0>", B + "Bootstrap : Using eth0:10.0.0.2<0>"]),
+        [A + "Bootstrap : Using eth0:10.0.0.1<0>", B + "Bootstrap : Using eth0:10.0.0.2<0>"],
+    ),
     "iface-none": (
         [_warn(A, "bootstrap.cc:40", "Bootstrap : no socket interface found")],
-        [A + "Bootstrap : Using eth0:10.0.0.1<0>"]),
+        [A + "Bootstrap : Using eth0:10.0.0.1<0>"],
+    ),
     "net-socket-fallback": (
-        [A + "Using network Socket", A + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0",
-         B + "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.2<0>", B + "Using network IB"],
-        [A + "Using network IB", A + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA"]),
+        [
+            A + "Using network Socket",
+            A + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0",
+            B + "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.2<0>",
+            B + "Using network IB",
+        ],
+        [A + "Using network IB", A + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA"],
+    ),
     "gdr-disabled": (
         [A + "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"],
-        [A + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA"]),
+        [A + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA"],
+    ),
     "version-mismatch": (
         [A + "NCCL version 2.27.5+cuda12.9", B + "NCCL version 2.28.3+cuda12.9"],
-        [A + "NCCL version 2.27.5+cuda12.9", B + "NCCL version 2.27.5+cuda12.9"]),
+        [A + "NCCL version 2.27.5+cuda12.9", B + "NCCL version 2.27.5+cuda12.9"],
+    ),
     "env-mismatch": (
         [A + "NCCL_PROTO set by environment to LL", B + "NCCL_PROTO set by environment to Simple"],
-        [A + "NCCL_PROTO set by environment to LL", B + "NCCL_PROTO set by environment to LL"]),
+        [A + "NCCL_PROTO set by environment to LL", B + "NCCL_PROTO set by environment to LL"],
+    ),
     "topology-mismatch": (
         [A + "Channel 00/02 :    0   1   2   3", B + "Channel 00/02 :    0   2   1   3"],
-        [A + "Channel 00/02 :    0   1   2   3", A + "Channel 01/02 :    0   1   2   3"]),
+        [A + "Channel 00/02 :    0   1   2   3", A + "Channel 01/02 :    0   1   2   3"],
+    ),
     "p2p-degraded": (
         [A + "NCCL_P2P_DISABLE set by environment to 1."],
-        [A + "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read"]),
+        [A + "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read"],
+    ),
     "split-world": (
-        [A + "comm 0x11 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0",
-         B + "comm 0x22 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0"],
-        [A + "comm 0x11 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
-         B + "comm 0x22 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0"]),
+        [
+            A + "comm 0x11 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0",
+            B + "comm 0x22 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0",
+        ],
+        [
+            A + "comm 0x11 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
+            B + "comm 0x22 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
+        ],
+    ),
     "missing-ranks": (
         [A + "comm 0x11 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE"],
-        [A + "comm 0x11 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE",
-         A1 + "comm 0x12 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 8000 commId 0xabc - Init COMPLETE"]),
+        [
+            A + "comm 0x11 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE",
+            A1 + "comm 0x12 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 8000 commId 0xabc - Init COMPLETE",
+        ],
+    ),
     "init-incomplete": (
-        [A + "comm 0x11 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init START",
-         A1 + "comm 0x12 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 8000 commId 0xabc - Init START",
-         A + "comm 0x11 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE"],
-        [A + "comm 0x11 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init START",
-         A + "comm 0x11 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE"]),
+        [
+            A + "comm 0x11 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init START",
+            A1 + "comm 0x12 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 8000 commId 0xabc - Init START",
+            A + "comm 0x11 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE",
+        ],
+        [
+            A + "comm 0x11 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init START",
+            A + "comm 0x11 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 7000 commId 0xabc - Init COMPLETE",
+        ],
+    ),
     "connection-failure": (
-        [_warn(A, "misc/socket.cc:483", "socketStartConnect: Connect to 10.69.24.2<45763> failed : Connection refused")],
-        [_warn(A, "misc/ibvwrap.cc:63", "Failed to open libibverbs.so[.1]")]),
+        [
+            _warn(
+                A,
+                "misc/socket.cc:483",
+                "socketStartConnect: Connect to 10.69.24.2<45763> failed : Connection refused",
+            )
+        ],
+        [_warn(A, "misc/ibvwrap.cc:63", "Failed to open libibverbs.so[.1]")],
+    ),
     "ib-error": (
-        [_warn(A, "transport/net_ib.cc:1295", "NET/IB : Got completion from peer 10.0.0.2<53249> with error 12, "
-                                             "opcode 0, len 0, vendor err 129 (Recv)")],
-        [A + "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.2<0>"]),
+        [
+            _warn(
+                A,
+                "transport/net_ib.cc:1295",
+                "NET/IB : Got completion from peer 10.0.0.2<53249> with error 12, "
+                "opcode 0, len 0, vendor err 129 (Recv)",
+            )
+        ],
+        [A + "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.2<0>"],
+    ),
     "cuda-error": (
         [_warn(A, "enqueue.cc:43", "Cuda failure 'out of memory'")],
-        [_warn(A, "transport/nvls.cc:245", "Cuda failure 'initialization error'")]),
+        [_warn(A, "transport/nvls.cc:245", "Cuda failure 'initialization error'")],
+    ),
     "shm-exhausted": (
         [_warn(A, "misc/shmutils.cc:71", "Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes")],
-        [A + "Channel 00 : 2[1] -> 0[0] via SHM/direct/direct"]),
+        [A + "Channel 00 : 2[1] -> 0[0] via SHM/direct/direct"],
+    ),
     "duplicate-gpu": (
         [_warn(A, "init.cc:497", "Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000")],
-        [A + "comm 0x11 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
-         B + "comm 0x22 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"]),
+        [
+            A + "comm 0x11 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+            B + "comm 0x22 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+        ],
+    ),
     "lightning-world": (
         ["initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2", "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2"],
-        ["initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2", "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2"]),
+        ["initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2", "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2"],
+    ),
     "nvls-failure": (
         [_warn(A, "transport/nvls.cc:245", "Cuda failure 'initialization error'")],
-        [A + "NVLS multicast support is not available on dev 0"]),
+        [A + "NVLS multicast support is not available on dev 0"],
+    ),
 }
 
 
-def _analyze(tmp_path: Path, lines: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+def _analyze(
+    tmp_path: Path, lines: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, dict[str, object]]:
     log = tmp_path / "job.log"
     log.write_text("\n".join(lines) + "\n")
     code = main(["analyze", "-q", "--format", "json", str(log)])
@@ -122,7 +176,9 @@ def test_every_config_and_error_rule_has_a_case() -> None:
     from ncclscope.findings import all_rules
 
     # (nccl-tests rules read nccl-tests tables, not NCCL lines: tests/nccltests/test_rules.py has their cases)
-    ours = {r.id for r in all_rules() if r.group in ("config", "errors") and not r.id.startswith("nccltests-")}
+    ours = {
+        r.id for r in all_rules() if r.group in ("config", "errors") and not r.id.startswith("nccltests-")
+    }
     assert ours <= set(CASES)
 
 

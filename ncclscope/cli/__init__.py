@@ -38,15 +38,30 @@ def _version(value: bool) -> None:
 @app.callback()
 def _global_options(
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error.")] = False,
-    no_color: Annotated[bool, typer.Option("--no-color", help="No colour or style (NO_COLOR=1 too).")] = False,
-    max_expansion_ratio: Annotated[int | None, typer.Option(
-        "--max-expansion-ratio", min=1, help="Decompressed bytes per compressed byte a .gz/.zst input may "
-        "reach (default 200; real logs ~10-50).", show_default=False)] = None,
-    max_decompressed_bytes: Annotated[str | None, typer.Option(
-        "--max-decompressed-bytes", help="Bytes one .gz/.zst input may expand to, e.g. 64G (default 16G).",
-        show_default=False)] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour or style (NO_COLOR=1 too).")
+    ] = False,
+    max_expansion_ratio: Annotated[
+        int | None,
+        typer.Option(
+            "--max-expansion-ratio",
+            min=1,
+            help="Decompressed bytes per compressed byte a .gz/.zst input may "
+            "reach (default 200; real logs ~10-50).",
+            show_default=False,
+        ),
+    ] = None,
+    max_decompressed_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-decompressed-bytes",
+            help="Bytes one .gz/.zst input may expand to, e.g. 64G (default 16G).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Options for every command (also accepted after the command's name)."""
     GLOBALS.debug = GLOBALS.debug or debug
@@ -54,7 +69,9 @@ def _global_options(
     if max_expansion_ratio is not None:
         GLOBALS.overrides["max_expansion_ratio"] = max_expansion_ratio
     if max_decompressed_bytes is not None:
-        GLOBALS.overrides["max_decompressed_bytes"] = parse_size(max_decompressed_bytes, "--max-decompressed-bytes")
+        GLOBALS.overrides["max_decompressed_bytes"] = parse_size(
+            max_decompressed_bytes, "--max-decompressed-bytes"
+        )
 
 
 def _register() -> None:

@@ -23,12 +23,19 @@ class Format(str, Enum):
 
 @app.command()
 def analyze(
-    paths: Annotated[list[str] | None, typer.Argument(help="Log files, globs, directories, .gz/.zst files, '-' "
-                                                      "for stdin; traces and dumps too.", show_default=False)] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Log files, globs, directories, .gz/.zst files, '-' for stdin; traces and dumps too.",
+            show_default=False,
+        ),
+    ] = None,
     trace: TraceDir = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     rank_map: RankMap = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) when some lines match no grammar family.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail (exit 1) when some lines match no grammar family.")
+    ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input,
@@ -38,8 +45,13 @@ def analyze(
 
     if not paths and not trace:
         raise InputError("nothing to analyze: give log paths and/or --trace DIR")
-    s = run(paths or [], trace_paths=trace or [], rank_map=parse_rank_map(rank_map),
-            progress=progress_printer(not quiet), tuning=tuning())
+    s = run(
+        paths or [],
+        trace_paths=trace or [],
+        rank_map=parse_rank_map(rank_map),
+        progress=progress_printer(not quiet),
+        tuning=tuning(),
+    )
     if not _read_anything(s):  # every input was skipped (a cap, damage): say why, as unusable input
         warn(s.notes)
         raise InputError("nothing to analyze: no input could be read (see the warnings above)")

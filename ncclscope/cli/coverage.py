@@ -16,7 +16,9 @@ from ncclscope.report.safe_text import escape
 @app.command()
 def coverage(
     paths: Paths,
-    show_unknown: Annotated[int, typer.Option("--show-unknown", help="Print up to N unrecognised NCCL lines.")] = 0,
+    show_unknown: Annotated[
+        int, typer.Option("--show-unknown", help="Print up to N unrecognised NCCL lines.")
+    ] = 0,
 ) -> None:
     """Per input: lines, NCCL lines, recognised, unknown; and the total recognised share."""
     from ncclscope.parse import classify_inputs, read_logs
@@ -34,7 +36,9 @@ def coverage(
         t.add_row(escape(p), str(c.lines), str(c.nccl_lines), str(c.recognized), str(c.unknown))
         if show_unknown:
             unk = lf.unknown.filter(lf.unknown["is_nccl"])
-            unknown_rows += [f"{r['path']}:{r['line']}: {r['text']}" for r in unk.head(show_unknown).to_dicts()]
+            unknown_rows += [
+                f"{r['path']}:{r['line']}: {r['text']}" for r in unk.head(show_unknown).to_dicts()
+            ]
     t.add_row("[b]total[/b]", *(str(v) for v in tot))
     out.print(t)
     share = 100.0 * tot[2] / tot[1] if tot[1] else 100.0

@@ -73,7 +73,9 @@ def report(
         )
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
     progress = progress_printer(not quiet)
-    s = run(paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=tuning())
+    s = run(
+        paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=tuning()
+    )
     command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
     if progress:
         progress(f"{s.ranks.height} ranks, {len(s.findings)} findings; rendering the {renderer.name} report")

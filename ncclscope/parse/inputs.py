@@ -19,8 +19,26 @@ from ncclscope.errors import InputError
 
 STDIN = "-"
 _LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".nccl", ""}
-_SKIP_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".csv", ".ipynb", ".html", ".png", ".jpg", ".svg",
-                  ".so", ".whl", ".zip", ".tar", ".cfg", ".ini", ".sh"}
+_SKIP_SUFFIXES = {
+    ".py",
+    ".md",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".csv",
+    ".ipynb",
+    ".html",
+    ".png",
+    ".jpg",
+    ".svg",
+    ".so",
+    ".whl",
+    ".zip",
+    ".tar",
+    ".cfg",
+    ".ini",
+    ".sh",
+}
 _SNIFF = 64 * 1024
 
 
@@ -132,7 +150,9 @@ def classify_inputs(paths: list[str]) -> Inputs:
                 continue
             seen.add(path)
             # A name that is not UTF-8 (undecodable bytes) cannot be a column value: skipped with the rest.
-            kind = STDIN if path == STDIN else _kind(path, explicit) if path.isascii() or _utf8(path) else None
+            kind = (
+                STDIN if path == STDIN else _kind(path, explicit) if path.isascii() or _utf8(path) else None
+            )
             {"log": logs, STDIN: logs, "trace": traces, "dump": dumps}.get(kind or "", skipped).append(path)
     notes: tuple[str, ...] = ()
     if skipped:

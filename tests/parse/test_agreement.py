@@ -63,8 +63,17 @@ def _check_messages(msgs: list[str]) -> list[tuple[str, object, object]]:
 @pytest.fixture(scope="module")
 def bench_logs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     out = tmp_path_factory.mktemp("gen")
-    ns = argparse.Namespace(ranks=12, coll=6, gpus_per_node=4, out=str(out), combined=False,
-                            stall=["5:3"], torch=True, seed=3, buffers="line")
+    ns = argparse.Namespace(
+        ranks=12,
+        coll=6,
+        gpus_per_node=4,
+        out=str(out),
+        combined=False,
+        stall=["5:3"],
+        torch=True,
+        seed=3,
+        buffers="line",
+    )
     return [str(p) for p in gen_logs.generate(ns)]
 
 
@@ -80,25 +89,43 @@ def test_lark_and_regex_agree_on_generated_logs(bench_logs: list[str]) -> None:
     assert _check_messages(_messages(bench_logs)) == []
 
 
-@pytest.mark.parametrize("line", [
-    "node-00:1234:1240 [3] NCCL INFO ",
-    "node-00:1234:1240 [3] misc/socket.cc:49 NCCL WARN ",
-    "node-00:1234:1240 [3] transport/net_ib/p2p.cc:412 (ncclIbCompletion) NCCL WARN ",
-    ":1234:1240 [3] NCCL INFO ",
-    "node-00:1234:1240 NCCL CALL ",
-    "ip-10-0-0-1:1:2 [0] INFO ",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "node-00:1234:1240 [3] NCCL INFO ",
+        "node-00:1234:1240 [3] misc/socket.cc:49 NCCL WARN ",
+        "node-00:1234:1240 [3] transport/net_ib/p2p.cc:412 (ncclIbCompletion) NCCL WARN ",
+        ":1234:1240 [3] NCCL INFO ",
+        "node-00:1234:1240 NCCL CALL ",
+        "ip-10-0-0-1:1:2 [0] INFO ",
+    ],
+)
 def test_prefix_regex_and_lark_agree(line: str) -> None:
     pat = rf"^(?:{G.rule_regex('prefix_std')})$"
     assert _regex_fields(pat, line) == field_text(line, "prefix_std")
 
 
-@pytest.mark.parametrize("wrapper", [
-    "[rank3]:", "[default12]:", "[1,7]<stdout>:", "5: ", "[2] ", "node-01: ", "10.1.2.3: ",
-    "(RayWorkerWrapper pid=1234, ip=10.0.0.1) ", "  | 2025-05-16T16:39:51.208-07:00 | ",
-    "2024-01-02T03:04:05.1234567Z ", "2025-11-12 20:41:43,851 - INFO - ", "[2025-04-06 22:31:56] ",
-    "> ", "451 ", "│ ", "host-1 [stderr] ",
-])
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        "[rank3]:",
+        "[default12]:",
+        "[1,7]<stdout>:",
+        "5: ",
+        "[2] ",
+        "node-01: ",
+        "10.1.2.3: ",
+        "(RayWorkerWrapper pid=1234, ip=10.0.0.1) ",
+        "  | 2025-05-16T16:39:51.208-07:00 | ",
+        "2024-01-02T03:04:05.1234567Z ",
+        "2025-11-12 20:41:43,851 - INFO - ",
+        "[2025-04-06 22:31:56] ",
+        "> ",
+        "451 ",
+        "│ ",
+        "host-1 [stderr] ",
+    ],
+)
 def test_wrapper_regex_and_lark_agree(wrapper: str) -> None:
     pat = rf"^(?:{G.rule_regex('wrapper')})$"
     assert _regex_fields(pat, wrapper) == field_text(wrapper, "wrapper")
@@ -114,7 +141,9 @@ def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path) -> Non
         assert_frame_equal(getattr(py, name), getattr(polars, name), check_row_order=False)
 
 
-def test_coll_dedup_path_equals_plain_matching(bench_logs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_coll_dedup_path_equals_plain_matching(
+    bench_logs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """COLL lines deduplicated around opCount (general path) give the same rows as matching every line."""
     general = Tuning(polars_regex_min_rows=0, fast_paths=False)
     fast = read_logs(bench_logs, tuning=general)

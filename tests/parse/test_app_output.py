@@ -23,13 +23,16 @@ def _exc(tmp_path: Path, lines: list[str]) -> pl.DataFrame:
 
 
 def test_tagged_traceback_keeps_its_rank_and_block(tmp_path: Path) -> None:
-    e = _exc(tmp_path, [
-        "[rank1]: Traceback (most recent call last):",
-        "[rank0]: step 7 loss 2.1",
-        '[rank1]:   File "train.py", line 9, in <module>',
-        "[rank1]:     loss.backward()",
-        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB",
-    ])
+    e = _exc(
+        tmp_path,
+        [
+            "[rank1]: Traceback (most recent call last):",
+            "[rank0]: step 7 loss 2.1",
+            '[rank1]:   File "train.py", line 9, in <module>',
+            "[rank1]:     loss.backward()",
+            "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB",
+        ],
+    )
     row = e.row(0, named=True)
     assert (row["rank"], row["via"], row["block_line"], row["line"]) == (1, "traceback", 1, 5)
     assert row["exc_type"] == "torch.OutOfMemoryError"
@@ -37,16 +40,19 @@ def test_tagged_traceback_keeps_its_rank_and_block(tmp_path: Path) -> None:
 
 
 def test_spawn_header_names_the_process(tmp_path: Path) -> None:
-    e = _exc(tmp_path, [
-        "Traceback (most recent call last):",
-        '  File "train.py", line 40, in <module>',
-        "torch.multiprocessing.spawn.ProcessRaisedException: ",
-        "",
-        "-- Process 3 terminated with the following error:",
-        "Traceback (most recent call last):",
-        '  File "/opt/torch/multiprocessing/spawn.py", line 90, in _wrap',
-        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 3; 15.78 GiB total capacity)",
-    ])
+    e = _exc(
+        tmp_path,
+        [
+            "Traceback (most recent call last):",
+            '  File "train.py", line 40, in <module>',
+            "torch.multiprocessing.spawn.ProcessRaisedException: ",
+            "",
+            "-- Process 3 terminated with the following error:",
+            "Traceback (most recent call last):",
+            '  File "/opt/torch/multiprocessing/spawn.py", line 90, in _wrap',
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 3; 15.78 GiB total capacity)",
+        ],
+    )
     child = e.filter(pl.col("via") == "spawn").row(0, named=True)
     assert (child["local_rank"], child["link_line"], child["line"]) == (3, 5, 8)
     assert child["exc_type"] == "torch.cuda.OutOfMemoryError"
@@ -55,7 +61,10 @@ def test_spawn_header_names_the_process(tmp_path: Path) -> None:
 
 
 def test_untagged_traceback_has_no_rank(tmp_path: Path) -> None:
-    e = _exc(tmp_path, ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "ValueError: bad"])
+    e = _exc(
+        tmp_path,
+        ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "ValueError: bad"],
+    )
     assert e["rank"].to_list() == [None] and e["via"].to_list() == ["traceback"]
 
 
@@ -77,4 +86,6 @@ def test_spawn_sample_links_process_2() -> None:
 
 
 def test_no_exceptions_in_plain_output(tmp_path: Path) -> None:
-    assert _exc(tmp_path, ["epoch 1 loss 2.0", "UserWarning: something", "    raise RuntimeError(x)"]).is_empty()
+    assert _exc(
+        tmp_path, ["epoch 1 loss 2.0", "UserWarning: something", "    raise RuntimeError(x)"]
+    ).is_empty()

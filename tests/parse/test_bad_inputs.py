@@ -84,3 +84,61 @@ def test_directory_with_unrelated_files(tmp_path: Path, capsys: pytest.CaptureFi
 def test_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = _run([str(tmp_path / "nope.log")], capsys)
     assert rc == 2 and "no such file" in err
+
+
+# --- compressed inputs (issue 12): by magic number, bounded, every line kept ---------------------------
+
+
+def _lines(n: int) -> bytes:
+    return "".join(GOOD.replace("[0]", f"[{i % 8}]") for i in range(n)).encode()
+
+
+@pytest.mark.parametrize(
+    "tail, note",
+    [
+        (b"", None),
+        (b"\0" * 4096, "zero padding"),
+        (b"junk\n", "not gzip"),
+        (gzip.compress(_lines(3)), "2 concatenated gzip members"),
+    ],
+    ids=["plain", "zero-padding", "junk", "two-members"],
+)
+def test_gzip_tail_keeps_every_line(tmp_path: Path, tail: bytes, note: str | None) -> None:
+    p = tmp_path / "rank0.log.gz"
+    p.write_bytes(gzip.compress(_lines(500)) + tail)
+    lf = read_logs([str(p)])
+    assert lf.network.height == 500 + (3 if tail.startswith(b"\x1f\x8b") else 0)
+    assert (note is None and not lf.notes) or any(note in n for n in lf.notes if note)
+
+
+def test_compression_is_told_by_magic_not_name(tmp_path: Path) -> None:
+    zstd = pytest.importorskip("zstandard")
+    (tmp_path / "a.log").write_bytes(gzip.compress(_lines(10)))  # gzip named .log
+    (tmp_path / "b.txt").write_bytes(zstd.ZstdCompressor().compress(_lines(20)))  # zstd named .txt
+    (tmp_path / "c.log").write_bytes(b"x^ a text line that starts like zlib\n" + _lines(5))
+    lf = read_logs([str(tmp_path / n) for n in ("a.log", "b.txt", "c.log")])
+    assert lf.network.height == 35 and lf.inputs[2].lines == 6
+
+
+def test_decompression_caps_cut_with_a_note(tmp_path: Path) -> None:
+    from ncclscope.tuning import Tuning
+
+    p = tmp_path / "bomb.log.gz"
+    p.write_bytes(gzip.compress(_lines(100_000), 9))  # ~5 MB of lines, highly repetitive (pieces of 1 MiB)
+    ratio = Tuning(expansion_floor_bytes=1 << 16, max_expansion_ratio=5)
+    lf = read_logs([str(p)], tuning=ratio)
+    assert 0 < lf.network.height < 100_000
+    assert any("max_expansion_ratio" in n and "--max-expansion-ratio" in n for n in lf.notes)
+    lf = read_logs([str(p)], tuning=Tuning(max_decompressed_bytes=100_000))
+    assert 0 < lf.network.height < 100_000 and any("max_decompressed_bytes" in n for n in lf.notes)
+
+
+def test_gzip_on_stdin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(gzip.compress(_lines(300)))))
+    rc, out, _ = _run(["-", "--format", "json"], capsys)
+    assert rc == 0 and '"recognized": 300' in out

@@ -63,7 +63,7 @@ def _expand(repo: str, spans: list[str]) -> list[str]:
     for span in spans:
         first, _, last = span.partition("..")
         i, j = order.index(first), order.index(last or first)
-        out += order[i:j + 1]
+        out += order[i : j + 1]
     return out
 
 
@@ -97,14 +97,24 @@ def test_each_format_lands_where_pinned() -> None:
     assert wrong == []
 
 
-@pytest.mark.parametrize(("line", "family"), [
-    ("node-01:1:2 [0] NCCL INFO [Service thread] Connection closed by localRank 3", "ws_service"),
-    (("node-01:1:2 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 "
-     "root 0 comm 0x55aa [nranks=8] stream 0x11"), "coll"),
-    ("node-01:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", "conn"),
-    ("node-01:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>",
-     "ib_devices"),
-])
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        ("node-01:1:2 [0] NCCL INFO [Service thread] Connection closed by localRank 3", "ws_service"),
+        (
+            (
+                "node-01:1:2 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 "
+                "root 0 comm 0x55aa [nranks=8] stream 0x11"
+            ),
+            "coll",
+        ),
+        ("node-01:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", "conn"),
+        (
+            "node-01:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>",
+            "ib_devices",
+        ),
+    ],
+)
 def test_rule_relevant_formats_keep_their_family(line: str, family: str) -> None:
     lf = read_logs_text(line)
     assert lf.unknown.height == 0 and lf.known.height == 0, family
@@ -129,7 +139,9 @@ def test_a_catalog_line_is_a_typed_record() -> None:
 
 
 def test_a_pytorch_message_without_a_family_is_named_by_the_torch_catalog() -> None:
-    lf = read_logs_text("master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified.")
+    lf = read_logs_text(
+        "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified."
+    )
     [row] = lf.known.to_dicts()  # type: ignore[attr-defined]
     assert row["catalog_id"].startswith("t") and row["subsys"] == "torch"
     assert lf.unknown.height == 0  # type: ignore[attr-defined]

@@ -16,22 +16,33 @@ from ncclscope.parse.logs.reader import ReadStats, read_chunks
 from ncclscope.tuning import Tuning
 
 P = "node-1:100:101 [0] NCCL "
-MSG = ("AllReduce: opCount {op} sendbuff 0x7f01 recvbuff 0x7f02 count {n} datatype 7 op 0 root 0 "
-       "comm 0x55aa [nranks=4] stream 0x55bb")
+MSG = (
+    "AllReduce: opCount {op} sendbuff 0x7f01 recvbuff 0x7f02 count {n} datatype 7 op 0 root 0 "
+    "comm 0x55aa [nranks=4] stream 0x55bb"
+)
 ODD = [  # (line, taken by the fast path)
     ("[rank3]:" + P + "INFO " + MSG.format(op="1a", n=8), True),
     ("[2025-04-06 22:31:56] " + P + "INFO " + MSG.format(op="0", n=8), True),
-    (P + "INFO " + MSG.format(op="ffffffff", n=16) + "   ", False),  # trailing blanks: cleaned by the general path
+    (
+        P + "INFO " + MSG.format(op="ffffffff", n=16) + "   ",
+        False,
+    ),  # trailing blanks: cleaned by the general path
     ("\x1b[36m" + P + "INFO " + MSG.format(op="2", n=8) + "\x1b[0m", False),  # ANSI colours
     ("**" + P + "INFO " + MSG.format(op="2b", n=8), False),  # markdown bold in the head
     (P + "WARN " + MSG.format(op="3", n=8), False),  # a WARN row is also a warnings row
     (P + "INFO " + MSG.format(op="zz", n=8), False),  # not a hex token
-    (P + "INFO " + MSG.format(op="4", n=8) + " again: opCount 5 sendbuff x", False),  # the literal twice (detail)
+    (
+        P + "INFO " + MSG.format(op="4", n=8) + " again: opCount 5 sendbuff x",
+        False,
+    ),  # the literal twice (detail)
     (P + "INFO AllReduce: opCount 6 sendbuff 0x7f01 and then nothing the grammar knows", False),
     ("no prefix at all: opCount 7 sendbuff 0x1", False),
     (P + "INFO " + MSG.format(op="8", n="9" * 2100), False),  # longer than MAX_TEXT
     (P + "INFO " + MSG.format(op="1" * 30, n=8), True),  # opCount past 64 bits: null, as the general path
-    ("x count y " + P + "INFO " + MSG.format(op="9", n=8), True),  # a literal in the head (junk before a prefix)
+    (
+        "x count y " + P + "INFO " + MSG.format(op="9", n=8),
+        True,
+    ),  # a literal in the head (junk before a prefix)
     ("nödé-1:100:101 [0] NCCL INFO " + MSG.format(op="a", n=8), False),  # not ASCII
     (P + "INFO " + MSG.format(op="b", n=8) + " NCCL INFO x", False),  # a second prefix
 ]
@@ -71,7 +82,9 @@ def test_fast_path_equals_general_path(tmp_path: Path) -> None:
     paths = _write(tmp_path, [line for line, _ in ODD])
     _same(paths)
     _same(paths, polars_regex_min_rows=0, batch_lines=7, pending_lines=5)
-    assert read_logs(paths).collectives.height == 40 + 30 + len(ODD) - 3  # all but the three lines of no family
+    assert (
+        read_logs(paths).collectives.height == 40 + 30 + len(ODD) - 3
+    )  # all but the three lines of no family
 
 
 def test_fast_path_takes_plain_lines_and_leaves_odd_ones(tmp_path: Path) -> None:
@@ -82,7 +95,9 @@ def test_fast_path_takes_plain_lines_and_leaves_odd_ones(tmp_path: Path) -> None
     taken = set(rows["text"].to_list())
     for line, expected in ODD:
         assert (line in taken) == expected, line
-    assert rest.select("path", "line").equals(raw.join(rest, on=["path", "line"], how="semi").select("path", "line"))
+    assert rest.select("path", "line").equals(
+        raw.join(rest, on=["path", "line"], how="semi").select("path", "line")
+    )
     ranked = collfast.with_heads(rows, heads).filter(pl.col("text").str.starts_with("[rank3]:"))
     assert ranked.select("rank_hint", "op_count", "count").rows() == [(3, 0x1A, 8)]
 
@@ -90,19 +105,36 @@ def test_fast_path_takes_plain_lines_and_leaves_odd_ones(tmp_path: Path) -> None
 def _random_coll(rng: random.Random, n: int) -> list[str]:
     """COLL lines with the fields real jobs vary: buffers, counts, comms, streams, opCounts, datatypes, ops."""
     ops = ["AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "Send", "Recv", "AllToAll"]
-    wrappers = ["", "[rank7]:", "12: ", "[1,3]<stdout>:", "2024-01-02T03:04:05.1234567Z ", "(RayWorkerWrapper pid=9, ip=10.0.0.1) "]
+    wrappers = [
+        "",
+        "[rank7]:",
+        "12: ",
+        "[1,3]<stdout>:",
+        "2024-01-02T03:04:05.1234567Z ",
+        "(RayWorkerWrapper pid=9, ip=10.0.0.1) ",
+    ]
     comms = [f"0x{rng.getrandbits(44):x}" for _ in range(3)] + ["(nil)"]
 
     def ptr() -> str:
-        return rng.choice(["(nil)", f"0x{rng.getrandbits(rng.randrange(8, 48)):x}", f"0x{rng.getrandbits(40):X}"])
+        return rng.choice(
+            ["(nil)", f"0x{rng.getrandbits(rng.randrange(8, 48)):x}", f"0x{rng.getrandbits(40):X}"]
+        )
 
     out = []
     for k in range(n):
-        head = rng.choice(wrappers) + f"host-{rng.randrange(3)}:{rng.randrange(1, 99999)}:{rng.randrange(1, 99999)} [{rng.randrange(8)}] NCCL INFO "
-        op_count = rng.choice([f"{k:x}", f"{rng.getrandbits(64):x}", f"{rng.getrandbits(80):x}", f"{k:X}", "0"])
-        out.append(head + f"{rng.choice(ops)}: opCount {op_count} sendbuff {ptr()} recvbuff {ptr()} count {rng.choice([0, 1, 7, 1 << 20, 10**15])} "
-                   f"datatype {rng.randrange(10)} op {rng.randrange(5)} root {rng.choice([-1, 0, 3])} comm {rng.choice(comms)} "
-                   f"[nranks={rng.choice([1, 8, 1024])}] stream {ptr()}")
+        head = (
+            rng.choice(wrappers)
+            + f"host-{rng.randrange(3)}:{rng.randrange(1, 99999)}:{rng.randrange(1, 99999)} [{rng.randrange(8)}] NCCL INFO "
+        )
+        op_count = rng.choice(
+            [f"{k:x}", f"{rng.getrandbits(64):x}", f"{rng.getrandbits(80):x}", f"{k:X}", "0"]
+        )
+        out.append(
+            head
+            + f"{rng.choice(ops)}: opCount {op_count} sendbuff {ptr()} recvbuff {ptr()} count {rng.choice([0, 1, 7, 1 << 20, 10**15])} "
+            f"datatype {rng.randrange(10)} op {rng.randrange(5)} root {rng.choice([-1, 0, 3])} comm {rng.choice(comms)} "
+            f"[nranks={rng.choice([1, 8, 1024])}] stream {ptr()}"
+        )
     return out
 
 

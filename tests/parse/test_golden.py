@@ -21,8 +21,19 @@ from ncclscope.parse.logs.reference import parse_line
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "families"
 REGEN = os.environ.get("NCCLSCOPE_REGEN_GOLDEN") == "1"
-_TABLES = ("inits", "versions", "env", "network", "rings", "connections", "channels", "warnings", "trail",
-           "collectives", "unknown")
+_TABLES = (
+    "inits",
+    "versions",
+    "env",
+    "network",
+    "rings",
+    "connections",
+    "channels",
+    "warnings",
+    "trail",
+    "collectives",
+    "unknown",
+)
 
 
 def _rows(path: Path) -> dict[str, list[dict[str, object]]]:
@@ -75,7 +86,21 @@ def test_lark_records_equal_fast_rows(family: str) -> None:
     assert lark_cmp == warn_extra
 
 
-_WARN_TABLE_FAMILIES = frozenset(f for f in G.families() if f.startswith(("ws_", "ib_", "shm_", "cuda_"))
-                                 or f in ("duplicate_gpu", "version_mismatch", "coll_mismatch", "nvls_bind",
-                                          "ring_error", "bootstrap_root", "msg_truncated",
-                                          "collnet_unsupported", "p2p_disabled", "nccl_error_misc"))
+_WARN_TABLE_FAMILIES = frozenset(
+    f
+    for f in G.families()
+    if f.startswith(("ws_", "ib_", "shm_", "cuda_"))
+    or f
+    in (
+        "duplicate_gpu",
+        "version_mismatch",
+        "coll_mismatch",
+        "nvls_bind",
+        "ring_error",
+        "bootstrap_root",
+        "msg_truncated",
+        "collnet_unsupported",
+        "p2p_disabled",
+        "nccl_error_misc",
+    )
+)

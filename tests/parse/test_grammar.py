@@ -28,7 +28,9 @@ def test_every_rule_compiles_in_python_and_polars(rule: str) -> None:
         pl.Series(["x"]).str.contains(pat)
 
 
-def test_cached_table_equals_a_fresh_compile(tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_table_equals_a_fresh_compile(
+    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cached = G._table()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     G._table.cache_clear()
@@ -42,7 +44,16 @@ def test_cached_table_equals_a_fresh_compile(tmp_path: pytest.TempPathFactory, m
 def test_fields_become_named_groups_and_duplicates_are_numbered() -> None:
     names = G.group_names("prefix_std")
     assert {"host", "pid", "tid", "cuda_dev", "level", "host__1"} <= set(names)
-    assert {G.base_field(n) for n in names} == {"host", "pid", "tid", "cuda_dev", "src_file", "src_line", "func", "level"}
+    assert {G.base_field(n) for n in names} == {
+        "host",
+        "pid",
+        "tid",
+        "cuda_dev",
+        "src_file",
+        "src_line",
+        "func",
+        "level",
+    }
 
 
 def test_recursive_rules_are_refused() -> None:
@@ -56,7 +67,16 @@ def test_recursive_rules_are_refused() -> None:
 
 def test_grammar_is_sectioned_and_shipped() -> None:
     text = G.grammar_text()
-    for banner in ("Prefix", "Wrappers", "Version, driver, environment", "Bootstrap and network",
-                   "Communicator init", "Graph: rings, trees", "Connections", "Collectives", "Error trail",
-                   "Warnings and errors"):
+    for banner in (
+        "Prefix",
+        "Wrappers",
+        "Version, driver, environment",
+        "Bootstrap and network",
+        "Communicator init",
+        "Graph: rings, trees",
+        "Connections",
+        "Collectives",
+        "Error trail",
+        "Warnings and errors",
+    ):
         assert banner in text

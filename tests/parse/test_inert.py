@@ -27,9 +27,12 @@ GENERAL = Tuning(fast_paths=False)
 
 
 def _sample_inputs() -> list[Path]:
-    return [*sorted((SAMPLES / "logs").glob("*.log")), *sorted((SAMPLES / "complete").glob("*.gz")),
-            *sorted(p for p in (SAMPLES / "hang").iterdir() if p.is_dir()),
-            *sorted(p for p in (SAMPLES / "capture").iterdir() if p.is_dir())]
+    return [
+        *sorted((SAMPLES / "logs").glob("*.log")),
+        *sorted((SAMPLES / "complete").glob("*.gz")),
+        *sorted(p for p in (SAMPLES / "hang").iterdir() if p.is_dir()),
+        *sorted(p for p in (SAMPLES / "capture").iterdir() if p.is_dir()),
+    ]
 
 
 def _same(a: LogFrames, b: LogFrames) -> None:
@@ -82,8 +85,14 @@ def test_every_claimed_line_is_a_candidate() -> None:
     """Golden lines of every family, PyTorch lines and evidence lines are offered to the patterns."""
     paths = [*sorted(GOLDEN.glob("*.log")), *sorted((SAMPLES / "logs").glob("*.log"))]
     lf = read_logs([str(p) for p in paths], tuning=GENERAL)
-    claimed = pl.concat([getattr(lf, n).select("path", "line") for n in lf.table_names()
-                         if n not in ("unknown", "collectives", "streams")] + [lf.collectives.select("path", "line")])
+    claimed = pl.concat(
+        [
+            getattr(lf, n).select("path", "line")
+            for n in lf.table_names()
+            if n not in ("unknown", "collectives", "streams")
+        ]
+        + [lf.collectives.select("path", "line")]
+    )
     kept = lf.unknown.filter(pl.col("text").str.contains(evidence.keep_pattern())).select("path", "line")
     raw = pl.concat([c for p in paths for c in read_chunks(str(p), ReadStats())])
     want = raw.join(pl.concat([claimed, kept]).unique(), on=["path", "line"], how="semi")
@@ -91,14 +100,17 @@ def test_every_claimed_line_is_a_candidate() -> None:
     assert mask.all(), want.filter(~mask)["raw"].to_list()[:5]
 
 
-@pytest.mark.parametrize(("pattern", "expected"), [
-    (r"\[(?:PG|Rank) \d", {"[PG ", "[Rank "}),
-    (r"a\.{3,}b", {"a..."}),
-    (r"(?i)Foo|bar", {"(?i)foo", "(?i)bar"}),
-    (r"[Ww]atchdog caught", {"Watchdog caught", "watchdog caught"}),
-    (r"x|.*", None),
-    (r"#\d+ done", {" done"}),
-])
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"\[(?:PG|Rank) \d", {"[PG ", "[Rank "}),
+        (r"a\.{3,}b", {"a..."}),
+        (r"(?i)Foo|bar", {"(?i)foo", "(?i)bar"}),
+        (r"[Ww]atchdog caught", {"Watchdog caught", "watchdog caught"}),
+        (r"x|.*", None),
+        (r"#\d+ done", {" done"}),
+    ],
+)
 def test_literals(pattern: str, expected: set[str] | None) -> None:
     assert needles.literals(pattern) == (frozenset(expected) if expected is not None else None)
 
@@ -126,8 +138,11 @@ def test_keep_patterns_are_the_rules_own() -> None:
 
     for pat in (APP_END, PLUGIN_FAIL, ELISION, _CRASH):
         assert pat in evidence.KEEP
-    for module, pats in (("findings/rules_gpu.py", evidence.KEEP[4:6]), ("findings/rules_errors.py", evidence.KEEP[6:7]),
-                         ("diff/facts.py", evidence.KEEP[7:8])):
+    for module, pats in (
+        ("findings/rules_gpu.py", evidence.KEEP[4:6]),
+        ("findings/rules_errors.py", evidence.KEEP[6:7]),
+        ("diff/facts.py", evidence.KEEP[7:8]),
+    ):
         src = (REPO / "ncclscope" / module).read_text()
         assert all(repr(p) in src or f'r"{p}"' in src for p in pats), module
     # Every reader of `logs.unknown` outside the parse stage, by file: a new one must add its pattern to KEEP
@@ -137,6 +152,14 @@ def test_keep_patterns_are_the_rules_own() -> None:
         n = len(re.findall(r"logs\.unknown\b(?!_)", p.read_text()))
         if n and "parse" not in p.parts:
             uses[str(p.relative_to(REPO / "ncclscope"))] = n
-    assert uses == {"align/phase.py": 1, "align/rankmap.py": 1, "diff/facts.py": 1, "findings/rules_config.py": 1,
-                    "findings/rules_errors.py": 1,
-                    "findings/rules_gpu.py": 3, "findings/rules_topology.py": 1, "hang/exits.py": 3, "hang/verdict.py": 1}
+    assert uses == {
+        "align/phase.py": 1,
+        "align/rankmap.py": 1,
+        "diff/facts.py": 1,
+        "findings/rules_config.py": 1,
+        "findings/rules_errors.py": 1,
+        "findings/rules_gpu.py": 3,
+        "findings/rules_topology.py": 1,
+        "hang/exits.py": 3,
+        "hang/verdict.py": 1,
+    }

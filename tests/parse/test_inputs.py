@@ -16,8 +16,10 @@ from ncclscope.parse import classify_inputs, read_logs
 LINES = [
     "node-00:100:100 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>",
     "node-00:100:110 [0] NCCL INFO comm 0x55aa rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE",
-    ("node-00:100:100 [0] NCCL INFO AllReduce: opCount 1f sendbuff 0x7f01 recvbuff 0x7f02 count 8 datatype 7 op 0 "
-    "root 0 comm 0x55aa [nranks=2] stream 0x55bb"),
+    (
+        "node-00:100:100 [0] NCCL INFO AllReduce: opCount 1f sendbuff 0x7f01 recvbuff 0x7f02 count 8 datatype 7 op 0 "
+        "root 0 comm 0x55aa [nranks=2] stream 0x55bb"
+    ),
 ]
 
 
@@ -84,8 +86,10 @@ def test_interleaved_file_keeps_processes_apart(tmp_path: Path) -> None:
     lines = []
     for k in range(4):
         for r in range(3):
-            lines.append(f"node-0{r}:{100 + r}:{100 + r} [{r}] NCCL INFO AllReduce: opCount {k:x} sendbuff 0x1 "
-                         f"recvbuff 0x2 count 8 datatype 7 op 0 root 0 comm 0x5{r} [nranks=3] stream 0x6")
+            lines.append(
+                f"node-0{r}:{100 + r}:{100 + r} [{r}] NCCL INFO AllReduce: opCount {k:x} sendbuff 0x1 "
+                f"recvbuff 0x2 count 8 datatype 7 op 0 root 0 comm 0x5{r} [nranks=3] stream 0x6"
+            )
     lf = read_logs([str(_write(tmp_path / "all.log", lines))])
     assert lf.streams.height == 3
     assert lf.streams.sort("pid")["n_lines"].to_list() == [4, 4, 4]

@@ -45,7 +45,7 @@ def test_plan_cuts_big_files_at_line_ends_and_groups_small_ones(tmp_path: Path) 
     assert len(cuts) > 3 and all(len(p.segments) == 1 for p in plan if p.segments[0].path == str(big))
     data = big.read_bytes()
     assert cuts[0].start == 0 and cuts[-1].end == len(data)
-    assert all(data[s.start - 1:s.start] == b"\n" for s in cuts[1:])
+    assert all(data[s.start - 1 : s.start] == b"\n" for s in cuts[1:])
     assert [s.part for s in cuts] == list(range(len(cuts)))
     assert [s.path for s in plan[-1].segments] == [str(small[1]), str(small[2])]  # small files together
 
@@ -57,7 +57,9 @@ def test_pieces_and_workers_give_the_one_pass_frames(tmp_path: Path, workers: in
     _same(read_logs(paths, tuning=cut), read_logs(paths, tuning=WHOLE))
 
 
-def test_a_worker_that_dies_leaves_its_pieces_to_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_that_dies_leaves_its_pieces_to_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = _inputs(tmp_path)
     monkeypatch.setattr(pool, "_BOOT", "import sys; sys.stdin.buffer.read(10); sys.exit(3)")
     cut = Tuning(piece_bytes=2000, log_workers=2, log_pool_min_bytes=0)

@@ -34,7 +34,9 @@ def _inputs(tmp: Path) -> list[str]:
 @pytest.mark.parametrize(("limit", "budget"), [(64 << 20, 192 << 20), (2000, 5000), (0, 0), (10**9, 1)])
 def test_read_many_equals_reading_in_order(tmp_path: Path, limit: int, budget: int) -> None:
     paths = _inputs(tmp_path)
-    tuning = Tuning(prefetch_bytes=limit, prefetch_budget_bytes=budget)  # 2000: some read ahead, some streamed
+    tuning = Tuning(
+        prefetch_bytes=limit, prefetch_budget_bytes=budget
+    )  # 2000: some read ahead, some streamed
     got = []
     for path, chunks, stats in read_many(paths, tuning):
         frame = pl.concat(list(chunks))

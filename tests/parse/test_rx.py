@@ -13,7 +13,12 @@ from ncclscope.parse.logs import peel, rx
 
 
 def _all_patterns() -> list[str]:
-    pats = [rf"^(?:{G.rule_regex(r, capture=c)})$" for r in G.rule_names() if r != "message" for c in (True, False)]
+    pats = [
+        rf"^(?:{G.rule_regex(r, capture=c)})$"
+        for r in G.rule_names()
+        if r != "message"
+        for c in (True, False)
+    ]
     pats += [p for _, p in peel.prefix_patterns()] + [peel.wrapper_pattern(), peel.nested_pattern()]
     return pats
 
@@ -25,10 +30,18 @@ def test_group_names_match_re_on_every_grammar_pattern() -> None:
         assert rx.group_names(p) == tuple(re.compile(p).groupindex), p
 
 
-@pytest.mark.parametrize("pattern", [
-    r"\(?P<no>x\)", r"[(?P<no>]", r"[]](?P<a>x)", r"[^]](?P<a>x)", r"\\(?P<a>x)", r"[\]](?P<a>y)(?P<b>z)",
-    r"(?:a|(?P<x>b))(?P<y>[^>]+)",
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"\(?P<no>x\)",
+        r"[(?P<no>]",
+        r"[]](?P<a>x)",
+        r"[^]](?P<a>x)",
+        r"\\(?P<a>x)",
+        r"[\]](?P<a>y)(?P<b>z)",
+        r"(?:a|(?P<x>b))(?P<y>[^>]+)",
+    ],
+)
 def test_group_names_skip_escapes_and_classes(pattern: str) -> None:
     assert rx.group_names(pattern) == tuple(re.compile(pattern).groupindex)
 

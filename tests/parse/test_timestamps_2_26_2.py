@@ -13,8 +13,10 @@ SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "iss
 # with NCCL_DEBUG_TIMESTAMP_FORMAT="[%F %T.%3f] " and NCCL_DEBUG_TIMESTAMP_LEVELS=WARN,INFO.
 LINES = [
     "[2025-04-06 22:31:56.{ms}] node-00:3536049:3536049 [0] NCCL INFO NCCL version {v}+cuda12.8",
-    "[2025-04-06 22:31:57.{ms}] node-00:3536049:3537983 [0] transport/nvls.cc:598 NCCL WARN Cuda failure 1 "
-    "'invalid argument'",
+    (
+        "[2025-04-06 22:31:57.{ms}] node-00:3536049:3537983 [0] transport/nvls.cc:598 NCCL WARN Cuda failure 1 "
+        "'invalid argument'"
+    ),
 ]
 
 
@@ -24,8 +26,9 @@ def _log(tmp_path: Path, version: str, ms: str) -> str:
     return str(p)
 
 
-@pytest.mark.parametrize("version, ms, whole", [("2.26.2", "123", True), ("2.26.3", "123", False),
-                                                  ("2.26.2", "000", False)])
+@pytest.mark.parametrize(
+    "version, ms, whole", [("2.26.2", "123", True), ("2.26.3", "123", False), ("2.26.2", "000", False)]
+)
 def test_subseconds_dropped_only_for_2_26_2(tmp_path: Path, version: str, ms: str, whole: bool) -> None:
     s = ncclscope.analyze([_log(tmp_path, version, ms)])
     ts = s.logs.warnings["ts_us"].to_list()

@@ -38,7 +38,9 @@ def test_dlrm_matches_reference_figures(dlrm: AlignedCollectives) -> None:
 
 def test_dlrm_hand_check_against_raw_json(dlrm: AlignedCollectives) -> None:
     """Recompute three collectives straight from the JSON with plain Python and compare."""
-    raw = {t["distributedInfo"]["rank"]: nccl_kernels(t) for t in (load(p) for p in sorted(DLRM.glob("*.gz")))}
+    raw = {
+        t["distributedInfo"]["rank"]: nccl_kernels(t) for t in (load(p) for p in sorted(DLRM.glob("*.gz")))
+    }
     offsets = dict(zip(dlrm.clock["rank"].to_list(), dlrm.clock["offset_us"].to_list(), strict=True))
     for k in (0, 4, 7):
         starts = {r: ks[k]["ts"] - offsets[r] for r, ks in raw.items()}

@@ -31,6 +31,7 @@ def _general(path: str | Path) -> Cols:
 def _fast_only(monkeypatch: pytest.MonkeyPatch) -> None:
     def no(*_: Any) -> None:
         raise AssertionError("fell back to the general path")
+
     monkeypatch.setattr(D, "_decode_general", no)
 
 
@@ -45,26 +46,57 @@ def test_fast_path_equals_general_path(monkeypatch: pytest.MonkeyPatch, path: Pa
 
 def _events(n_dup: int, note: str = '"}, {"ph": "X"}, {}]') -> list[dict[str, Any]]:
     # `note`: a string holding what a cut or the array's end looks like
-    k = {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-         "pid": 0, "tid": 7, "ts": 10.0, "dur": 5.0, "args": {"External id": 3, "correlation": 9, "Seq": 1}}
+    k = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "pid": 0,
+        "tid": 7,
+        "ts": 10.0,
+        "dur": 5.0,
+        "args": {"External id": 3, "correlation": 9, "Seq": 1},
+    }
     flow = {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 10.0, "cat": "ac2g", "name": "ac2g", "bp": "e"}
-    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 9.0, "dur": 1.0,
-              "args": {"External id": 3, "correlation": 9}}
-    nested = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 2, "ts": 1.0, "dur": 1.0,
-              "args": {"copy": [flow, k], "note": note, "Input Dims": [[1, 2]]}}
+    launch = {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": 2,
+        "ts": 9.0,
+        "dur": 1.0,
+        "args": {"External id": 3, "correlation": 9},
+    }
+    nested = {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": "aten::add",
+        "pid": 1,
+        "tid": 2,
+        "ts": 1.0,
+        "dur": 1.0,
+        "args": {"copy": [flow, k], "note": note, "Input Dims": [[1, 2]]},
+    }
     return [nested, *([k] * n_dup), flow, flow, launch, nested, k]
 
 
-@pytest.mark.parametrize("indent, seps", [(None, (",", ":")), (None, (", ", ": ")), (2, (",", ": "))],
-                         ids=["compact", "spaced", "indented"])
+@pytest.mark.parametrize(
+    "indent, seps",
+    [(None, (",", ":")), (None, (", ", ": ")), (2, (",", ": "))],
+    ids=["compact", "spaced", "indented"],
+)
 @pytest.mark.parametrize("chunk", [1, 40, 150, 400])
-def test_identical_and_nested_events_at_chunk_cuts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int,
-                                                    indent: int | None, seps: tuple[str, str]) -> None:
+def test_identical_and_nested_events_at_chunk_cuts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int, indent: int | None, seps: tuple[str, str]
+) -> None:
     # `},{` and `}]` inside an event's args (nested objects, a string) may be where a chunk is cut or
     # the array looks closed: the result must not change (a wrong cut cannot decode, so it falls back).
     p = tmp_path / "rank0.json"
-    p.write_text(json.dumps({"traceEvents": _events(5), "distributedInfo": {"rank": 0}}, indent=indent,
-                            separators=seps))
+    p.write_text(
+        json.dumps(
+            {"traceEvents": _events(5), "distributedInfo": {"rank": 0}}, indent=indent, separators=seps
+        )
+    )
     got = D.decode(str(p), tuning=Tuning(trace_chunk_bytes=chunk))
     assert _cols(got) == _general(p)
     assert len(got.gpu["ts"]) == 6 and len(got.launches["ts"]) == 1 and got.n_events == 11
@@ -77,20 +109,38 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def spy(path: str, data: bytes | bytearray, size: int, tuning: Tuning) -> D.DecodedTrace:
         calls.append(path)
         return general(path, data, size, tuning)
+
     monkeypatch.setattr(D, "_decode_general", spy)
     return calls
 
 
-@pytest.mark.parametrize("doc, fast", [
-    ({"traceEvents": _events(2, note=''), "INFO": ["log] line }]", "x"], "traceName": "t"}, True),  # Kineto's trailing logs
-    ({"traceEvents": _events(2, note=''), "extra": [{"a": 1}, {"b": [{"c": 2}]}]}, None),  # fast unless cut there
-    ({"distributedInfo": {"traceEvents": [_events(1, note='')[1]]}, "traceEvents": _events(3, note='')}, False),  # nested key first
-    ({"traceEvents": [_events(1, note='')[1]], "traceEvents ": 1}, True),
-    ({"traceEvents": [], "baseTimeNanoseconds": 5}, False),
-], ids=["trailing-logs", "trailing-objects", "nested-key-first", "lookalike-key", "empty"])
+@pytest.mark.parametrize(
+    "doc, fast",
+    [
+        (
+            {"traceEvents": _events(2, note=""), "INFO": ["log] line }]", "x"], "traceName": "t"},
+            True,
+        ),  # Kineto's trailing logs
+        (
+            {"traceEvents": _events(2, note=""), "extra": [{"a": 1}, {"b": [{"c": 2}]}]},
+            None,
+        ),  # fast unless cut there
+        (
+            {
+                "distributedInfo": {"traceEvents": [_events(1, note="")[1]]},
+                "traceEvents": _events(3, note=""),
+            },
+            False,
+        ),  # nested key first
+        ({"traceEvents": [_events(1, note="")[1]], "traceEvents ": 1}, True),
+        ({"traceEvents": [], "baseTimeNanoseconds": 5}, False),
+    ],
+    ids=["trailing-logs", "trailing-objects", "nested-key-first", "lookalike-key", "empty"],
+)
 @pytest.mark.parametrize("chunk", [1, 1 << 20])
-def test_odd_documents_decode_as_the_general_path_does(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                       doc: dict[str, Any], fast: bool | None, chunk: int) -> None:
+def test_odd_documents_decode_as_the_general_path_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, doc: dict[str, Any], fast: bool | None, chunk: int
+) -> None:
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps(doc, indent=1))
     try:
@@ -124,12 +174,17 @@ def test_fast_path_leaves_the_buffer_as_read(tmp_path: Path) -> None:
     assert bytes(data[:size]) == before
 
 
-@pytest.mark.parametrize("odd", [
-    {"ph": "Q", "name": "a phase outside the format"},
-    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "tid": [1], "ts": 1.0},
-], ids=["unknown-phase", "odd-field-type"])
-def test_odd_events_fall_back_to_the_general_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                  odd: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"ph": "Q", "name": "a phase outside the format"},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "tid": [1], "ts": 1.0},
+    ],
+    ids=["unknown-phase", "odd-field-type"],
+)
+def test_odd_events_fall_back_to_the_general_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, odd: dict[str, Any]
+) -> None:
     t = load(B200)
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps(t))  # the same spelling of args as the odd file
@@ -164,8 +219,10 @@ def test_comm_fields_are_args_fields() -> None:
 
 def test_odd_arg_types_keep_one_text_form() -> None:
     # Per column: all text or null stays as is; any list or number turns the column into text.
-    args = E._MANY_ARGS.decode(b'[{"Seq": 3, "Group size": "8"}, {"Seq": "4", "Process Group Ranks": [0, 1]},'
-                               b' {"Seq": 5.0, "dtype": "Float"}]')
+    args = E._MANY_ARGS.decode(
+        b'[{"Seq": 3, "Group size": "8"}, {"Seq": "4", "Process Group Ranks": [0, 1]},'
+        b' {"Seq": 5.0, "dtype": "Float"}]'
+    )
     cols = dict(zip(E._COMM_FIELDS, E._comm(args), strict=True))
     assert cols["seq"] == ["3", "4", "5"] and cols["group_size"] == ["8", None, None]
     assert cols["pg_ranks"] == [None, "[0, 1]", None] and cols["dtype"] == [None, None, "Float"]

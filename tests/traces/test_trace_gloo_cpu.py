@@ -27,7 +27,15 @@ from ncclscope.records import Finding
 GLOO = SAMPLES / "gloo_cpu_straggler"
 DELAYED, CLEAN = GLOO / "delayed", GLOO / "clean"
 # Per rank and profiled window (2 steps): the DDP bucket + 3 sizes × 5 collectives, and 3 sends/recvs, per step.
-PER_RANK = {"allreduce": 8, "allgather": 6, "reduce_scatter": 6, "broadcast": 6, "alltoall": 6, "send": 6, "recv": 6}
+PER_RANK = {
+    "allreduce": 8,
+    "allgather": 6,
+    "reduce_scatter": 6,
+    "broadcast": 6,
+    "alltoall": 6,
+    "send": 6,
+    "recv": 6,
+}
 STEP_OPS = ["allreduce"] + ["allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall"] * 3
 
 
@@ -44,7 +52,9 @@ def _analyse(folder: Path) -> tuple[TraceFrames, AlignedCollectives, list[Findin
     t = read_traces([str(folder)])
     a = align_traces(t)
     assert a is not None
-    ctx = Context(logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a)
+    ctx = Context(
+        logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a
+    )
     return t, a, list(straggler(ctx))
 
 
@@ -69,21 +79,27 @@ def test_real_gloo_trace_has_calls_and_spans_but_no_record_param_comms(folder: P
         assert not [n for n in names if n.startswith("gloo:reduce")]
 
 
-def test_each_call_is_one_collective_timed_by_its_span(delayed: tuple[TraceFrames, AlignedCollectives,
-                                                                        list[Finding]]) -> None:
+def test_each_call_is_one_collective_timed_by_its_span(
+    delayed: tuple[TraceFrames, AlignedCollectives, list[Finding]],
+) -> None:
     t, _, _ = delayed
     c = t.collectives
     assert set(c["source"]) == {"cpu_op"} and c["end_us"].null_count() == 0 and not t.notes
     for rank in (0, 1):
         assert dict(Counter(c.filter(pl.col("rank") == rank)["op"].to_list())) == PER_RANK
     rs = c.filter(pl.col("op") == "reduce_scatter").sort("rank", "start_us").row(-1, named=True)
-    assert (rs["event"], rs["in_nelems"], rs["out_nelems"], rs["dtype"]) == ("c10d::_reduce_scatter_base_", 262144,
-                                                                          131072, "float32")
+    assert (rs["event"], rs["in_nelems"], rs["out_nelems"], rs["dtype"]) == (
+        "c10d::_reduce_scatter_base_",
+        262144,
+        131072,
+        "float32",
+    )
     assert rs["msg_bytes"] == 262144 * 4
 
 
-def test_hand_check_first_collective_against_raw_json(delayed: tuple[TraceFrames, AlignedCollectives,
-                                                                        list[Finding]]) -> None:
+def test_hand_check_first_collective_against_raw_json(
+    delayed: tuple[TraceFrames, AlignedCollectives, list[Finding]],
+) -> None:
     """Rank 1's first call and first gloo:all_reduce, straight from the JSON: arrival and end as loaded."""
     t, _, _ = delayed
     raw = _raw(DELAYED)[1]
@@ -98,7 +114,9 @@ def test_hand_check_first_collective_against_raw_json(delayed: tuple[TraceFrames
     assert row["in_nelems"] == 4680 and row["step"] == 2
 
 
-def test_collectives_line_up_in_call_order(delayed: tuple[TraceFrames, AlignedCollectives, list[Finding]]) -> None:
+def test_collectives_line_up_in_call_order(
+    delayed: tuple[TraceFrames, AlignedCollectives, list[Finding]],
+) -> None:
     _, a, _ = delayed
     c = a.collectives.sort("index")
     assert c.height == 32 and a.n_aligned == 32 and a.n_mismatched == 0
@@ -110,7 +128,9 @@ def test_collectives_line_up_in_call_order(delayed: tuple[TraceFrames, AlignedCo
     assert a.notes == ("24 send/recv op(s) not lined up (they pair per peer, not per group)",)
 
 
-def test_sleeping_rank_is_the_straggler(delayed: tuple[TraceFrames, AlignedCollectives, list[Finding]]) -> None:
+def test_sleeping_rank_is_the_straggler(
+    delayed: tuple[TraceFrames, AlignedCollectives, list[Finding]],
+) -> None:
     _, _, found = delayed
     (f,) = found
     assert (f.severity, f.ranks, f.metrics["pattern"]) == ("warning", (1,), "persistent")
@@ -145,7 +165,9 @@ def test_op_sequences_that_disagree_line_up_only_on_the_common_prefix(tmp_path: 
     ev = sorted(_complete(raw[1]), key=lambda e: e["ts"])
     call = next(e for e in ev if e["name"] == "c10d::alltoall_base_")
     span = next(e for e in ev if e["name"] == "gloo:all_to_all")
-    a = align_traces(read_traces([str(write_set(_drop(raw, 1, lambda e: e is not call and e is not span), tmp_path))]))
+    a = align_traces(
+        read_traces([str(write_set(_drop(raw, 1, lambda e: e is not call and e is not span), tmp_path))])
+    )
     assert a is not None
     assert a.collectives.sort("index")["op"].to_list() == STEP_OPS[:5]
     assert a.n_aligned == 5 and a.n_mismatched == 0
@@ -156,7 +178,10 @@ def test_op_sequences_that_disagree_line_up_only_on_the_common_prefix(tmp_path: 
 def test_calls_without_spans_line_up_but_are_not_judged(tmp_path: Path) -> None:
     """With every gloo:* span filtered out, the calls still line up (arrivals), completion is unknown
     (a note), and the straggler rule judges nothing rather than a transfer time of zero."""
-    raw = {r: _drop({r: t}, r, lambda e: not e.get("name", "").startswith("gloo:"))[r] for r, t in _raw(DELAYED).items()}
+    raw = {
+        r: _drop({r: t}, r, lambda e: not e.get("name", "").startswith("gloo:"))[r]
+        for r, t in _raw(DELAYED).items()
+    }
     t, a, found = _analyse(write_set(raw, tmp_path))
     assert t.collectives["end_us"].null_count() == t.collectives.height == 88
     assert len([n for n in t.notes if "no gloo:* span" in n]) == 2

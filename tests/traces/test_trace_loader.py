@@ -28,7 +28,11 @@ def test_dlrm_old_era_eight_ranks() -> None:
         assert ops.to_list().count("alltoall") == 5 and ops.to_list().count("allreduce") == 3
     # old era: size and dtype come from the enclosing nccl:<op> annotation
     first_ar = t.collectives.filter((pl.col("rank") == 0) & (pl.col("op") == "allreduce")).row(0, named=True)
-    assert (first_ar["in_nelems"], first_ar["dtype"], first_ar["msg_bytes"]) == (394241, "float32", 394241 * 4)
+    assert (first_ar["in_nelems"], first_ar["dtype"], first_ar["msg_bytes"]) == (
+        394241,
+        "float32",
+        394241 * 4,
+    )
     assert t.collectives["step"].unique().to_list() == [10]
     assert t.steps.height == 8 and t.kernels["is_comm"].sum() == 64
 
@@ -74,15 +78,18 @@ def _write(path: Path, obj: object) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("content, words", [
-    (b"not json at all", "not valid JSON"),
-    (b'{"schemaVersion": 1}', "traceEvents"),
-    (b'{"traceEvents": []}', "no events"),
-    (b'{"traceEvents": 5}', "not a torch.profiler Chrome trace"),
-    (b"", "not valid JSON"),
-    (b"{}", "traceEvents"),
-    (b'{"traceEvents": [{"ph": "X"}', "not valid JSON"),  # cut off: the fast path finds no end either
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"not json at all", "not valid JSON"),
+        (b'{"schemaVersion": 1}', "traceEvents"),
+        (b'{"traceEvents": []}', "no events"),
+        (b'{"traceEvents": 5}', "not a torch.profiler Chrome trace"),
+        (b"", "not valid JSON"),
+        (b"{}", "traceEvents"),
+        (b'{"traceEvents": [{"ph": "X"}', "not valid JSON"),  # cut off: the fast path finds no end either
+    ],
+)
 def test_bad_files_are_one_line_errors(tmp_path: Path, content: bytes, words: str) -> None:
     p = tmp_path / "rank0.json"
     p.write_bytes(content)
@@ -135,21 +142,41 @@ def test_int_and_float_ts_agree(tmp_path: Path) -> None:
 
 # --- hostile traces (issue 12): checked where they enter, skipped with a note while another reads -------
 
+
 def _tiny(rank: object = 0, **top: object) -> dict[str, object]:
-    kernel = {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", "ts": 3.0,
-              "dur": 10.0, "tid": 7, "args": {"External id": 3, "correlation": 9, "Seq": 1}}
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
+        "ts": 3.0,
+        "dur": 10.0,
+        "tid": 7,
+        "args": {"External id": 3, "correlation": 9, "Seq": 1},
+    }
     return {"traceEvents": [kernel], "distributedInfo": {"rank": rank, "world_size": 2}, **top}
 
 
 def test_header_values_of_the_wrong_type_are_unknown_with_a_note(tmp_path: Path) -> None:
-    p = _write(tmp_path / "rank0.json", _tiny(world_size=1, baseTimeNanoseconds=1 << 70, deviceProperties=[1, "x"],
-                                               host_name=5, distributedInfo={"rank": 0, "world_size": "2",
-                                                                             "pg_config": {"a": 1}}))
+    p = _write(
+        tmp_path / "rank0.json",
+        _tiny(
+            world_size=1,
+            baseTimeNanoseconds=1 << 70,
+            deviceProperties=[1, "x"],
+            host_name=5,
+            distributedInfo={"rank": 0, "world_size": "2", "pg_config": {"a": 1}},
+        ),
+    )
     t = read_traces([p])
     row = t.ranks.row(0, named=True)
     assert row["base_ns"] is None and row["host"] is None and row["world_size"] is None and row["n_gpus"] == 0
     notes = " ".join(t.notes)
-    for field in ("baseTimeNanoseconds", "host_name", "distributedInfo.world_size", "distributedInfo.pg_config"):
+    for field in (
+        "baseTimeNanoseconds",
+        "host_name",
+        "distributedInfo.world_size",
+        "distributedInfo.pg_config",
+    ):
         assert field in notes
 
 

@@ -77,32 +77,36 @@ def test_errors_come_at_their_turn(workers: None, tmp_path: Path, bad_at: int) -
     assert sum(n.startswith("trace skipped:") for n in read.notes) == 2
 
 
-@pytest.mark.parametrize("boot", ["import sys; sys.exit(3)",
-                                  "import sys; sys.stdout.buffer.write(b'\\x09' + bytes(7) + b'cut')"],
-                         ids=["dies", "cut-short"])
-def test_a_dead_worker_leaves_its_files_to_the_caller(workers: None, monkeypatch: pytest.MonkeyPatch,
-                                                      boot: str) -> None:
+@pytest.mark.parametrize(
+    "boot",
+    ["import sys; sys.exit(3)", "import sys; sys.stdout.buffer.write(b'\\x09' + bytes(7) + b'cut')"],
+    ids=["dies", "cut-short"],
+)
+def test_a_dead_worker_leaves_its_files_to_the_caller(
+    workers: None, monkeypatch: pytest.MonkeyPatch, boot: str
+) -> None:
     monkeypatch.setattr(P, "_BOOT", boot)
     files = _files()
     assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
 
 
-def test_a_worker_that_cannot_start_leaves_its_files_to_the_caller(workers: None,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_that_cannot_start_leaves_its_files_to_the_caller(
+    workers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     started: list[int] = []
     spawn = P._spawn
 
     def every_other(paths: list[str], tuning: Tuning) -> P._Worker | None:
         started.append(len(paths))
         return spawn(paths, tuning) if len(started) % 2 else None
+
     monkeypatch.setattr(P, "_spawn", every_other)
     files = _files()
     assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
     assert len(started) == 3
 
 
-
-_SLOW_WRITER = '''
+_SLOW_WRITER = """
 import sys, time
 class _Slow:
     def __init__(self, raw):
@@ -117,16 +121,24 @@ class _Slow:
 class _Out:
     buffer = _Slow(sys.stdout.buffer)
 sys.stdout = _Out()
-'''
+"""
 
 
 def test_records_read_while_the_worker_still_writes(workers: None, monkeypatch: pytest.MonkeyPatch) -> None:
     # The worker writes through the file the caller reads: reading must not move the offset it writes at.
-    monkeypatch.setattr(P, "_BOOT", P._BOOT.replace("from ncclscope.parse.traces.workers import work",
-                                                    _SLOW_WRITER + "from ncclscope.parse.traces.workers import work"))
+    monkeypatch.setattr(
+        P,
+        "_BOOT",
+        P._BOOT.replace(
+            "from ncclscope.parse.traces.workers import work",
+            _SLOW_WRITER + "from ncclscope.parse.traces.workers import work",
+        ),
+    )
     monkeypatch.setattr(P, "POLL_S", 0.0005)
     local: list[str] = []
-    monkeypatch.setattr(P, "decode", lambda path, scratch, tuning: local.append(path) or decode(path, scratch, tuning))
+    monkeypatch.setattr(
+        P, "decode", lambda path, scratch, tuning: local.append(path) or decode(path, scratch, tuning)
+    )
     files = _files()
     assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
     own = P._shares([os.path.getsize(f) * P.GZIP_RATIO for f in files], 3).count(0)

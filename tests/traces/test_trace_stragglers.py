@@ -36,7 +36,9 @@ def _analyse(traces: dict[int, F.Trace], folder: Path) -> tuple[AlignedCollectiv
     t = read_traces([str(F.write_set(traces, folder))])
     a = align_traces(t)
     assert a is not None
-    ctx = Context(logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a)
+    ctx = Context(
+        logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a
+    )
     return a, list(straggler(ctx))
 
 
@@ -60,8 +62,15 @@ CASES = [
 
 
 @pytest.mark.parametrize("which, rank, d_us, clock, c_us", CASES)
-def test_recovers_rank_delay_and_clock(request: pytest.FixtureRequest, tmp_path: Path, which: str, rank: int,
-                                       d_us: float, clock: str, c_us: float) -> None:
+def test_recovers_rank_delay_and_clock(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    which: str,
+    rank: int,
+    d_us: float,
+    clock: str,
+    c_us: float,
+) -> None:
     base = request.getfixturevalue(which)
     a, found = _analyse(_variant(base, rank, d_us, clock, c_us), tmp_path)
     assert a.n_aligned == a.collectives.height
@@ -71,7 +80,11 @@ def test_recovers_rank_delay_and_clock(request: pytest.FixtureRequest, tmp_path:
     assert abs(float(m["median_lateness_us"]) - d_us) <= 0.10 * d_us  # type: ignore[arg-type]
     assert float(m["late_share"]) >= 0.8 and float(m["wait_caused_us"]) > 0  # type: ignore[arg-type]
     if clock != "none":
-        shifted = a.clock.filter(a.clock["host"] == "node-b") if clock == "host" else a.clock.filter(a.clock["rank"] >= 4)
+        shifted = (
+            a.clock.filter(a.clock["host"] == "node-b")
+            if clock == "host"
+            else a.clock.filter(a.clock["rank"] >= 4)
+        )
         assert a.clock["basis"][0] == clock
         for off in shifted["offset_us"]:
             assert abs(off - c_us) <= max(5.0, 0.01 * abs(c_us))
@@ -91,10 +104,26 @@ def test_real_dlrm_flags_rank_7(dlrm: dict[int, F.Trace], tmp_path: Path) -> Non
 
 
 def test_clock_skew_is_reported(dlrm: dict[int, F.Trace], tmp_path: Path) -> None:
-    t = read_traces([str(F.write_set(F.shift_clock(F.name_hosts(dlrm, HOSTS), {4, 5, 6, 7}, 40_000.0), tmp_path))])
+    t = read_traces(
+        [str(F.write_set(F.shift_clock(F.name_hosts(dlrm, HOSTS), {4, 5, 6, 7}, 40_000.0), tmp_path))]
+    )
     a = align_traces(t)
-    ctx = Context(logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a)
+    ctx = Context(
+        logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS), traces=t, aligned_traces=a
+    )
     (f,) = clock_skew(ctx)
     assert f.hosts == ("node-b",) and f.metrics["basis"] == "host"
-    assert list(clock_skew(Context(logs=LogFrames(), ranks=S.empty(S.RANKS), comms=S.empty(S.COMMS),
-                                   traces=None, aligned_traces=None))) == []
+    assert (
+        list(
+            clock_skew(
+                Context(
+                    logs=LogFrames(),
+                    ranks=S.empty(S.RANKS),
+                    comms=S.empty(S.COMMS),
+                    traces=None,
+                    aligned_traces=None,
+                )
+            )
+        )
+        == []
+    )

@@ -84,7 +84,9 @@ def shift_clock(traces: dict[int, Trace], ranks: set[int], c_us: float) -> dict[
     out = dict(traces)
     for r in ranks:
         out[r] = dict(traces[r])
-        out[r]["traceEvents"] = [{**e, "ts": e["ts"] + c_us} if "ts" in e else e for e in traces[r]["traceEvents"]]
+        out[r]["traceEvents"] = [
+            {**e, "ts": e["ts"] + c_us} if "ts" in e else e for e in traces[r]["traceEvents"]
+        ]
     return out
 
 
@@ -101,16 +103,29 @@ def b200_set(n_ranks: int = 8, n_colls: int = 12, seed: int = 4) -> dict[int, Tr
     ev = base["traceEvents"]
     kernel = next(e for e in ev if e.get("cat") == "kernel" and _NCCL.match(e.get("name", "")))
     ext, corr = kernel["args"]["External id"], kernel["args"]["correlation"]
-    related = [e for e in ev if e.get("ph") == "X" and e is not kernel and e.get("cat") != "gpu_user_annotation" and (
-        e.get("args", {}).get("External id") == ext or e.get("args", {}).get("correlation") == corr
-        or (e.get("name", "").startswith("nccl:") and e["ts"] <= kernel["ts"] <= e["ts"] + e["dur"] + 1e3))]
+    related = [
+        e
+        for e in ev
+        if e.get("ph") == "X"
+        and e is not kernel
+        and e.get("cat") != "gpu_user_annotation"
+        and (
+            e.get("args", {}).get("External id") == ext
+            or e.get("args", {}).get("correlation") == corr
+            or (e.get("name", "").startswith("nccl:") and e["ts"] <= kernel["ts"] <= e["ts"] + e["dur"] + 1e3)
+        )
+    ]
     group = [kernel, *related]
     for j in range(1, n_colls):
         for e in group:
             c = clone(e)
             c["ts"] = e["ts"] + j * 1000.0
             a = c.setdefault("args", {})
-            for key, bump in (("External id", 10_000_000), ("correlation", 10_000_000), ("Ev Idx", 10_000_000)):
+            for key, bump in (
+                ("External id", 10_000_000),
+                ("correlation", 10_000_000),
+                ("Ev Idx", 10_000_000),
+            ):
                 if key in a:
                     a[key] = a[key] + j * bump
             ev.append(c)

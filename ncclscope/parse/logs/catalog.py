@@ -54,7 +54,9 @@ def _catalog_bytes() -> bytes:
 def entries() -> dict[str, Entry]:
     """Catalog id -> entry (every format, recognisable or not)."""
     doc = msgspec.json.decode(_catalog_bytes(), type=_Doc)
-    return {m.id: Entry(m.id, m.level, tuple(m.subsys), tuple(m.sources), m.format or "") for m in doc.messages}
+    return {
+        m.id: Entry(m.id, m.level, tuple(m.subsys), tuple(m.sources), m.format or "") for m in doc.messages
+    }
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def split_torch_known(other: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if not cand.any():
         return S.empty(S.KNOWN), other
     ids = pl.Series("catalog_id", [None] * other.height, dtype=pl.Utf8).scatter(
-        cand.arg_true(), identify(other.filter(cand)["msg"], G.TORCH_CATALOG_FILE))
+        cand.arg_true(), identify(other.filter(cand)["msg"], G.TORCH_CATALOG_FILE)
+    )
     hit = other.with_columns(ids).filter(pl.col("catalog_id").is_not_null())
     known = hit.with_columns(pl.col("msg").alias("message"), pl.lit("torch").alias("subsys"))
     return S.conform(known, S.KNOWN), other.filter(ids.is_null())

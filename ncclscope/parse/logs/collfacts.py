@@ -32,19 +32,30 @@ def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     df = rows.with_columns(new.cum_sum().alias("_run"), h.alias("_h"))
     at = pl.col("op_count").arg_max()
     runs = df.group_by("_run", maintain_order=True).agg(
-        *[pl.col(c).first() for c in _RUN], live.sum().cast(pl.Int64).alias("n_coll"),
-        pl.col("op_count").max().alias("max_op_count"), *[pl.col(c).get(at) for c in ("line", "text", "op", "_sig")],
-        (pl.col("_h") // _SPLIT).sum().alias("_s1"), (pl.col("_h") % _SPLIT).sum().alias("_s2"),
+        *[pl.col(c).first() for c in _RUN],
+        live.sum().cast(pl.Int64).alias("n_coll"),
+        pl.col("op_count").max().alias("max_op_count"),
+        *[pl.col(c).get(at) for c in ("line", "text", "op", "_sig")],
+        (pl.col("_h") // _SPLIT).sum().alias("_s1"),
+        (pl.col("_h") % _SPLIT).sum().alias("_s2"),
         pair.sum().cast(pl.Int64).alias("_np"),
-        pl.col("line").min().alias("first_line"), pl.col("line").max().alias("last_line"),
-        pl.len().cast(pl.Int64).alias("n_lines"), pl.col("text").last().alias("last_text"))
+        pl.col("line").min().alias("first_line"),
+        pl.col("line").max().alias("last_line"),
+        pl.len().cast(pl.Int64).alias("n_lines"),
+        pl.col("text").last().alias("last_text"),
+    )
     runs = runs.join(heads, on="_head", how="left").with_columns(
         *collfast.sig_fields(pl.col("_sig"), pl.col("_comm")),
-        pl.when(pl.col("_np") > 0).then(pl.struct("_s1", "_s2", "_np").hash(FC.SEED)).alias("seq"))
+        pl.when(pl.col("_np") > 0).then(pl.struct("_s1", "_s2", "_np").hash(FC.SEED)).alias("seq"),
+    )
     reps = runs.filter(pl.col("seq").is_not_null()).unique("seq", keep="first").select("_run", "seq")
-    sets = (df.join(reps, on="_run", how="inner").filter(pl.col("_h").is_not_null())
-            .with_columns(collfast.sig_fields(pl.col("_sig"), pl.col("_comm"))[:2])
-            .select("seq", "op_count", FC.sig()).unique())
+    sets = (
+        df.join(reps, on="_run", how="inner")
+        .filter(pl.col("_h").is_not_null())
+        .with_columns(collfast.sig_fields(pl.col("_sig"), pl.col("_comm"))[:2])
+        .select("seq", "op_count", FC.sig())
+        .unique()
+    )
     procs, seqs = _per_key(runs.filter(pl.col("n_coll") > 0), S.conform(sets, S.COLL_SEQS))
     return procs, seqs, streams.from_runs(runs)
 

@@ -36,7 +36,7 @@ def ascii_regex(pattern: str) -> str:
     while i < len(pattern):
         c = pattern[i]
         if c == "\\" and i + 1 < len(pattern):
-            out.append("[0-9]" if pattern[i + 1] == "d" and not in_class else pattern[i:i + 2])
+            out.append("[0-9]" if pattern[i + 1] == "d" and not in_class else pattern[i : i + 2])
             i += 2
             continue
         if c == "[" and not in_class:
@@ -71,9 +71,16 @@ def message_regex(full: bool, part: str = "all") -> str:
     (comm pointer to nranks), what `collfacts` needs. `part` "head"/"tail": the fields before SPLIT, or
     from the literal before SPLIT to the end (the message is one exactly when it is the two)."""
     fields, lits = plan()
-    groups = {f: (f, f) for f in fields} if full else {
-        "op": ("op", "op"), "op_count": ("op_count", "op_count"), "_sig": ("count", "datatype"),
-        "_comm": ("comm_ptr", "nranks")}
+    groups = (
+        {f: (f, f) for f in fields}
+        if full
+        else {
+            "op": ("op", "op"),
+            "op_count": ("op_count", "op_count"),
+            "_sig": ("count", "datatype"),
+            "_comm": ("comm_ptr", "nranks"),
+        }
+    )
     opens = {a: g for g, (a, _) in groups.items()}
     closes = {b for _, b in groups.values()}
     cut = fields.index(SPLIT)
@@ -115,9 +122,16 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     start = m + len(MARKER)
     # an ASCII line whose first ` NCCL ` is the marker and whose message is the rule whole
     fits = (r.str.len_bytes() <= MAX_TEXT) & (r.str.len_bytes() == r.str.len_chars())
-    c = (raw.lazy().with_row_index("_c").filter(r.str.contains(lits[0], literal=True)).filter(fits)
-         .with_columns(r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n"))
-         .filter(m.is_not_null() & (pl.col("_n") == m)))
+    c = (
+        raw.lazy()
+        .with_row_index("_c")
+        .filter(r.str.contains(lits[0], literal=True))
+        .filter(fits)
+        .with_columns(
+            r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n")
+        )
+        .filter(m.is_not_null() & (pl.col("_n") == m))
+    )
     rows = _all(c, fields, start) if full else _facts(c, lits[fields.index(SPLIT) - 1], start)
     if rows.is_empty():
         return raw.clear(), _no_heads(), raw
@@ -125,7 +139,11 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     heads = heads.filter(~pl.col("_head").str.contains(_DIRTY))
     if heads.height < rows["_head"].n_unique():
         rows = rows.filter(pl.col("_head").is_in(heads["_head"].implode()))
-    rest = raw if rows.is_empty() else raw.filter(pl.repeat(True, raw.height, eager=True).scatter(rows["_c"], False))
+    rest = (
+        raw
+        if rows.is_empty()
+        else raw.filter(pl.repeat(True, raw.height, eager=True).scatter(rows["_c"], False))
+    )
     return rows.drop("_c"), heads, rest
 
 
@@ -133,8 +151,11 @@ def _all(c: pl.LazyFrame, fields: tuple[str, ...], start: pl.Expr) -> pl.DataFra
     """Every field of every line (one anchored pass per message)."""
     r = pl.col("raw")
     g = r.str.slice(start).str.extract_groups(message_regex(True)).alias("_g")
-    rows = (c.select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"), g).unnest("_g")
-            .filter(pl.col("op").is_not_null()))
+    rows = (
+        c.select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"), g)
+        .unnest("_g")
+        .filter(pl.col("op").is_not_null())
+    )
     return rows.with_columns([_typed(pl.col(f), f) for f in fields]).collect()
 
 
@@ -145,12 +166,27 @@ def _facts(c: pl.LazyFrame, split: str, start: pl.Expr) -> pl.DataFrame:
     r, k = pl.col("raw"), pl.col("_k")
     c = c.with_columns(r.str.find(split, literal=True).alias("_k")).filter(k > pl.col("_m"))
     g = r.str.slice(start, k - start).str.extract_groups(message_regex(False, "head")).alias("_g")
-    rows = (c.select("_c", "path", "line", r.alias("text"), r.str.head(start).alias("_head"),
-                     r.str.slice(k).alias("_tail"), g).unnest("_g")
-            .filter(pl.col("op").is_not_null()).collect())
+    rows = (
+        c.select(
+            "_c",
+            "path",
+            "line",
+            r.alias("text"),
+            r.str.head(start).alias("_head"),
+            r.str.slice(k).alias("_tail"),
+            g,
+        )
+        .unnest("_g")
+        .filter(pl.col("op").is_not_null())
+        .collect()
+    )
     tails = rows.select(pl.col("_tail").unique())
-    tails = tails.with_columns(pl.col("_tail").str.extract_groups(message_regex(False, "tail")).alias("_g")).unnest("_g")
-    rows = rows.join(tails.filter(pl.col("_sig").is_not_null()), on="_tail", how="inner", maintain_order="left")
+    tails = tails.with_columns(
+        pl.col("_tail").str.extract_groups(message_regex(False, "tail")).alias("_g")
+    ).unnest("_g")
+    rows = rows.join(
+        tails.filter(pl.col("_sig").is_not_null()), on="_tail", how="inner", maintain_order="left"
+    )
     return rows.drop("_tail").with_columns(_typed(pl.col("op_count"), "op_count"))
 
 
@@ -159,8 +195,12 @@ def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:
     fields, lits = plan()
     mid, nr = lits[fields.index("count")], lits[fields.index("comm_ptr")]
     a, b = sig.str.split_exact(mid, 1).struct, comm.str.split_exact(nr, 1).struct
-    return [_typed(a.field("field_0"), "count").alias("count"), _typed(a.field("field_1"), "datatype").alias("datatype"),
-            b.field("field_0").alias("comm_ptr"), _typed(b.field("field_1"), "nranks").alias("nranks")]
+    return [
+        _typed(a.field("field_0"), "count").alias("count"),
+        _typed(a.field("field_1"), "datatype").alias("datatype"),
+        b.field("field_0").alias("comm_ptr"),
+        _typed(b.field("field_1"), "nranks").alias("nranks"),
+    ]
 
 
 @functools.cache
@@ -170,4 +210,6 @@ def _no_heads() -> pl.DataFrame:
 
 def with_heads(rows: pl.DataFrame, heads: pl.DataFrame) -> pl.DataFrame:
     """COLL rows with their prefix fields: the COLLECTIVES frame (`full` rows)."""
-    return S.conform(rows.join(heads, on="_head", how="left", maintain_order="left").drop("_head"), S.COLLECTIVES)
+    return S.conform(
+        rows.join(heads, on="_head", how="left", maintain_order="left").drop("_head"), S.COLLECTIVES
+    )

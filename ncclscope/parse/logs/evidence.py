@@ -23,16 +23,22 @@ import polars as pl
 
 KEEP: tuple[str, ...] = (
     # hang/exits.py _CRASH: crash-like last lines of a rank
-    (r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
-     r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable"),
+    (
+        r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
+        r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable"
+    ),
     # align/phase.py APP_END: the application's own end of a successful run
-    (r'"key": "run_stop".*"status": "success"|destroy_process_group\(\) (?:was )?called'
-     r"|[Ww]orker group (?:successfully )?finished|WorkerState\.SUCCEEDED"),
+    (
+        r'"key": "run_stop".*"status": "success"|destroy_process_group\(\) (?:was )?called'
+        r"|[Ww]orker group (?:successfully )?finished|WorkerState\.SUCCEEDED"
+    ),
     # findings/rules_topology.py ELISION: an excerpt with lines cut out
     r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- ?snip ?--)\s*$",
     # findings/rules_config.py PLUGIN_FAIL: libfabric's own failure lines
-    (r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
-     r"Failed to initialize any NET plugin|Invalid type of PCI bus"),
+    (
+        r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
+        r"Failed to initialize any NET plugin|Invalid type of PCI bus"
+    ),
     # findings/rules_gpu.py: unhandled CUDA errors and NVLS bind failures named outside NCCL's WARNs
     r"(?i)unhandled cuda error|ncclUnhandledCudaError",
     r"Failed to bind NVLink SHARP",
@@ -59,8 +65,9 @@ def kept(unknown: pl.DataFrame, after: pl.DataFrame, *, patterns: bool = True) -
         mark = mark | pl.col("text").fill_null("").str.contains(keep_pattern())
     out = unknown.filter(mark)
     if not after.is_empty():
-        out = pl.concat([out, unknown.join(after, on=["path", "line"], how="semi")]).unique(["path", "line"],
-                                                                                          maintain_order=True)
+        out = pl.concat([out, unknown.join(after, on=["path", "line"], how="semi")]).unique(
+            ["path", "line"], maintain_order=True
+        )
     return out
 
 

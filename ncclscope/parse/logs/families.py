@@ -143,18 +143,28 @@ class Benign:
 # benign when its family is or its message matches one of these; `unexplained-warn` lists them with
 # the reason instead of raising them. Sources: NCCL's transport.cc/net.cc/nvls.cc and the SHARP plugin.
 BENIGN_WARNS: tuple[Benign, ...] = (
-    Benign(r"SHARP coll init error|Cannot initialize CollNet|CollNet is not supported|CollNet currently only supports",
-     "CollNet/SHARP is optional: without a SHARP-capable fabric (or with it unconfigured) NCCL falls back to "
-     "its own rings and trees"),
-    Benign(r"NET/Plugin ?: ?(?:dlerror|Plugin load returned|No plugin found|Could not find|Failed to find)",
-     "NCCL looks for an external net plugin first and uses its internal IB/Socket transports when none is "
-     "installed"),
-    Benign(r"ibv_open_device|ibv_get_device_list|NET/IB : Unable to open device|Failed to open libibverbs",
-     "NCCL probes InfiniBand at init; on a node without usable IB it uses sockets (net-socket-fallback "
-     "judges whether that matters for this job)"),
-    Benign(r"Proceeding without NVLS support|NVLS multicast support is not available|Disabling NVLS support",
-     "NVLS needs NVSwitch systems with multicast support; NCCL says it proceeds without it"),
-    Benign(r"MSCCL\+\+: Cannot enable MSCCL\+\+",
-     "RCCL's optional MSCCL++ path is off in this environment; RCCL uses its own algorithms"),
+    Benign(
+        r"SHARP coll init error|Cannot initialize CollNet|CollNet is not supported|CollNet currently only supports",
+        "CollNet/SHARP is optional: without a SHARP-capable fabric (or with it unconfigured) NCCL falls back to "
+        "its own rings and trees",
+    ),
+    Benign(
+        r"NET/Plugin ?: ?(?:dlerror|Plugin load returned|No plugin found|Could not find|Failed to find)",
+        "NCCL looks for an external net plugin first and uses its internal IB/Socket transports when none is "
+        "installed",
+    ),
+    Benign(
+        r"ibv_open_device|ibv_get_device_list|NET/IB : Unable to open device|Failed to open libibverbs",
+        "NCCL probes InfiniBand at init; on a node without usable IB it uses sockets (net-socket-fallback "
+        "judges whether that matters for this job)",
+    ),
+    Benign(
+        r"Proceeding without NVLS support|NVLS multicast support is not available|Disabling NVLS support",
+        "NVLS needs NVSwitch systems with multicast support; NCCL says it proceeds without it",
+    ),
+    Benign(
+        r"MSCCL\+\+: Cannot enable MSCCL\+\+",
+        "RCCL's optional MSCCL++ path is off in this environment; RCCL uses its own algorithms",
+    ),
 )
 BENIGN_WARN_PATTERN = "|".join(f"(?:{b.pattern})" for b in BENIGN_WARNS)

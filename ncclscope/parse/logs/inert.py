@@ -79,7 +79,9 @@ def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | No
     pre = hit
     if hit.any():  # the lines that may carry a prefix (a few): where the rejoin windows start
         at = hit.arg_true()
-        pre = pl.repeat(False, n, eager=True).scatter(at, clean.gather(at).str.contains(PREFIX_POSSIBLE).fill_null(False))
+        pre = pl.repeat(False, n, eager=True).scatter(
+            at, clean.gather(at).str.contains(PREFIX_POSSIBLE).fill_null(False)
+        )
     if not pre.any():
         if carry is None or carry > MAX_RUN:
             return hit, None
@@ -97,11 +99,15 @@ def wrapper_fields(clean: pl.Series) -> pl.DataFrame:
     """`rank_hint`, `ts_us` and the length of the message after the wrappers (bytes), per line (no prefix)."""
     span = clean.str.extract(rf"^(?:{G.rule_regex('wrapper', capture=False)})*", 0).fill_null("")
     uniq = span.unique()
-    df = pl.DataFrame({"_span": uniq}).with_columns(pl.col("_span").alias("junk"), pl.lit(False).alias("prefixed"),
-                                                    pl.lit(None, pl.Utf8).alias("msg"))
-    peeled = peel.peel_wrappers(df).select("_span", pl.col("rank_hint").cast(pl.Int64, strict=False),
-                           peel.parse_ts(pl.col("ts")).alias("ts_us"),
-                           (pl.col("_span").str.len_bytes() - pl.col("msg").str.len_bytes()).alias("_cut"))
+    df = pl.DataFrame({"_span": uniq}).with_columns(
+        pl.col("_span").alias("junk"), pl.lit(False).alias("prefixed"), pl.lit(None, pl.Utf8).alias("msg")
+    )
+    peeled = peel.peel_wrappers(df).select(
+        "_span",
+        pl.col("rank_hint").cast(pl.Int64, strict=False),
+        peel.parse_ts(pl.col("ts")).alias("ts_us"),
+        (pl.col("_span").str.len_bytes() - pl.col("msg").str.len_bytes()).alias("_cut"),
+    )
     out = pl.DataFrame({"_span": span}).join(peeled, on="_span", how="left", maintain_order="left")
     return out.select("rank_hint", "ts_us", (clean.str.len_bytes() - pl.col("_cut")).alias("_msg_len"))
 
@@ -115,5 +121,8 @@ def rows(raw: pl.DataFrame, clean: pl.Series) -> pl.DataFrame:
         at = long.arg_true()
         text = text.scatter(at, text.gather(at).str.slice(0, MAX_TEXT))
     return pl.DataFrame([raw["path"], raw["line"], text.alias("text")]).with_columns(
-        *[pl.lit(None, S.ORIGIN[c]).alias(c) for c in ("host", "pid", "tid", "cuda_dev")], w["rank_hint"], w["ts_us"],
-        w["_msg_len"])
+        *[pl.lit(None, S.ORIGIN[c]).alias(c) for c in ("host", "pid", "tid", "cuda_dev")],
+        w["rank_hint"],
+        w["ts_us"],
+        w["_msg_len"],
+    )

@@ -23,8 +23,16 @@ from ncclscope.parse.logs import needles, rx
 from ncclscope.parse.logs.families import FAMILIES, VARYING
 from ncclscope.parse.logs.transform import to_table, typed_fields, warning_rows
 
-__all__ = ["VARYING", "Matched", "dispatch_pattern", "family_index", "family_patterns", "fields_frame",
-           "first_family", "match_families"]  # VARYING is read here (the COLL lane, tests switch it off)
+__all__ = [
+    "VARYING",
+    "Matched",
+    "dispatch_pattern",
+    "family_index",
+    "family_patterns",
+    "fields_frame",
+    "first_family",
+    "match_families",
+]  # VARYING is read here (the COLL lane, tests switch it off)
 
 
 @functools.cache
@@ -55,8 +63,9 @@ def fields_frame(df: pl.DataFrame, fam_index: int, col: str = "msg") -> pl.DataF
     """Add one `f_<field>` Utf8 column per field of family `fam_index` (numbered duplicates coalesced)."""
     _, pat, names = family_patterns()[fam_index]
     g = rx.groups(df[col], pat)
-    return df.with_columns([pl.coalesce([pl.lit(g[n]) for n in ns]).alias(f"f_{b}")
-                            for b, ns in _bases(names).items()])
+    return df.with_columns(
+        [pl.coalesce([pl.lit(g[n]) for n in ns]).alias(f"f_{b}") for b, ns in _bases(names).items()]
+    )
 
 
 @functools.cache
@@ -79,19 +88,29 @@ def first_family(msg: str) -> int | None:
     """Python reference of the dispatch: index of the first family whose pattern matches `msg` whole.
     A family whose needles (`needles.literals`: text every match holds) are not in `msg` is skipped."""
     lits = _needles()
-    return next((i for i, p in enumerate(_py_patterns())
-                 if ((n := lits[i]) is None or needles.contains_one(msg, n)) and p.match(msg)), None)
+    return next(
+        (
+            i
+            for i, p in enumerate(_py_patterns())
+            if ((n := lits[i]) is None or needles.contains_one(msg, n)) and p.match(msg)
+        ),
+        None,
+    )
 
 
 def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:
     """Index (in `family_patterns()`) of the first family matching each message, null if none."""
     if df.height < rx.SMALL:
-        return pl.Series("_fam", [first_family(s) if s is not None else None for s in df[col].to_list()],
-                         dtype=pl.Int32)
+        return pl.Series(
+            "_fam", [first_family(s) if s is not None else None for s in df[col].to_list()], dtype=pl.Int32
+        )
     g = df[col].str.extract_groups(dispatch_pattern())
     n = len(family_patterns())
-    return df.select(pl.coalesce([pl.when(g.struct.field(f"_f{i}").is_not_null()).then(pl.lit(i, pl.Int32))
-                                  for i in range(n)]).alias("_fam")).to_series()
+    return df.select(
+        pl.coalesce(
+            [pl.when(g.struct.field(f"_f{i}").is_not_null()).then(pl.lit(i, pl.Int32)) for i in range(n)]
+        ).alias("_fam")
+    ).to_series()
 
 
 def _varying(df: pl.DataFrame, fam_index: int, var: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -106,15 +125,20 @@ def _varying(df: pl.DataFrame, fam_index: int, var: str) -> tuple[pl.DataFrame, 
     m = pl.col("msg")
     a, b = m.str.find(before, literal=True), m.str.find(after, literal=True)
     start = a + len(before)
-    df = df.with_columns(m.str.slice(start, b - start).alias("_tok"), m.str.slice(0, start).alias("_k1"),
-                         m.str.slice(b).alias("_k2"))
+    df = df.with_columns(
+        m.str.slice(start, b - start).alias("_tok"),
+        m.str.slice(0, start).alias("_k1"),
+        m.str.slice(b).alias("_k2"),
+    )
     ok_tok = rx.contains(df["_tok"], rf"^(?:{G.rule_regex(var, capture=False)})$")
     keys = df.filter(ok_tok).select("_k1", "_k2").unique()
     keys = keys.with_columns((pl.col("_k1") + "0" + pl.col("_k2")).alias("msg"))
     keys = keys.filter(family_index(keys) == fam_index)
     keyed = fields_frame(keys, fam_index).drop("msg", f"f_{var}").with_columns(pl.lit(True).alias("_hit"))
     keyed = typed_fields(keyed, fam)  # cast once per distinct key, not once per line
-    df = df.with_columns(ok_tok.alias("_ok")).join(keyed, on=["_k1", "_k2"], how="left", maintain_order="left")
+    df = df.with_columns(ok_tok.alias("_ok")).join(
+        keyed, on=["_k1", "_k2"], how="left", maintain_order="left"
+    )
     ok = df["_hit"].fill_null(False) & df["_ok"]
     drop = ["_k1", "_k2", "_ok", "_hit"]
     if ok.all():

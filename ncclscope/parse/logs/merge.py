@@ -31,8 +31,20 @@ def _shift(f: PieceFacts, by: int) -> PieceFacts:
     tables = {n: t.with_columns(line) for n, t in f.tables.items()}
     st = f.streams.with_columns([pl.col(c) + by for c in streams.SHIFTED])
     frame = f.coll_frame.with_columns(line) if f.coll_frame is not None else None
-    return PieceFacts(f.index, tables, f.procs.with_columns(line), f.seqs, f.coll_lines, frame, st, f.unknown_count,
-                      f.cov, f.rejoined, f.stats, f.error)
+    return PieceFacts(
+        f.index,
+        tables,
+        f.procs.with_columns(line),
+        f.seqs,
+        f.coll_lines,
+        frame,
+        st,
+        f.unknown_count,
+        f.cov,
+        f.rejoined,
+        f.stats,
+        f.error,
+    )
 
 
 def _offsets(facts: Sequence[PieceFacts]) -> list[int]:
@@ -84,7 +96,9 @@ def _table(parts: list[pl.DataFrame], schema: S.Schema) -> pl.DataFrame:
 class Merged:
     """Every piece's facts combined (see the module docstring)."""
 
-    def __init__(self, facts: Sequence[PieceFacts], paths: Sequence[str], tuning: Tuning, *, keep: Keep) -> None:
+    def __init__(
+        self, facts: Sequence[PieceFacts], paths: Sequence[str], tuning: Tuning, *, keep: Keep
+    ) -> None:
         ordered = sorted(facts, key=lambda f: f.index)
         errors = [f.error for f in ordered if f.error is not None]
         if errors:
@@ -95,14 +109,22 @@ class Merged:
         for f in ordered:
             for p, n in f.rejoined.items():
                 rejoined[p] = rejoined.get(p, 0) + n
-        self.notes = tuple(notes + [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in rejoined.items()])
+        self.notes = tuple(
+            notes + [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in rejoined.items()]
+        )
         if paths and readable == 0:
             what = "empty" if total == 0 else "binary data, not text"
             why = f"; {notes[0]}" if notes else ""  # (a decompression cap or damage that cut the input short)
-            raise InputError(f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])}){why}")
-        self.tables = {n: _table([f.tables[n] for f in ordered if n in f.tables], s) for n, s in TABLES.items()}
+            raise InputError(
+                f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])}){why}"
+            )
+        self.tables = {
+            n: _table([f.tables[n] for f in ordered if n in f.tables], s) for n, s in TABLES.items()
+        }
         if not keep.unknown:
-            self.tables["unknown"] = self.tables["unknown"].unique(["path", "line"], keep="first", maintain_order=True)
+            self.tables["unknown"] = self.tables["unknown"].unique(
+                ["path", "line"], keep="first", maintain_order=True
+            )
         self.procs, self.seqs = FC.merge([f.procs for f in ordered], [f.seqs for f in ordered])
         self.coll_lines = sum(f.coll_lines for f in ordered)
         frames = [f.coll_frame for f in ordered if f.coll_frame is not None and f.coll_frame.height]

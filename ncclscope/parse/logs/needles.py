@@ -174,7 +174,9 @@ def of_all(patterns: Iterable[str]) -> frozenset[str] | None:
 def cached(patterns: tuple[str, ...]) -> tuple[frozenset[str] | None, ...]:
     """`literals` of each pattern, kept on disk by the patterns' hash (parsing ~90 big patterns costs ~0.4 s)."""
     key = hashlib.sha256("\n".join([str(VERSION), *patterns]).encode()).hexdigest()[:16]
-    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / f"needles-{key}.json"
+    path = (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / f"needles-{key}.json"
+    )
     try:
         found: list[list[str] | None] = json.loads(path.read_text())
         if len(found) == len(patterns):

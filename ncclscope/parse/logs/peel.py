@@ -96,14 +96,18 @@ def split_prefix(df: pl.DataFrame) -> pl.DataFrame:
             continue
         g = rx.groups(hit["clean"], pat)
         hit = hit.with_columns(
-            *_coalesced(g, _PREFIX_FIELDS), g["msg"],
+            *_coalesced(g, _PREFIX_FIELDS),
+            g["msg"],
             (g["junk"] if "junk" in g.columns else pl.lit("")).alias("junk"),
             pl.lit(True).alias("prefixed"),
         )
         done.append(hit)
     pending = pending.with_columns(
         *[pl.lit(None, pl.Utf8).alias(c) for c in _PREFIX_FIELDS],
-        pl.lit(None, pl.Utf8).alias("msg"), pl.col("clean").alias("junk"), pl.lit(False).alias("prefixed"))
+        pl.lit(None, pl.Utf8).alias("msg"),
+        pl.col("clean").alias("junk"),
+        pl.lit(False).alias("prefixed"),
+    )
     done.append(pending)
     return pl.concat(done, how="vertical_relaxed") if len(done) > 1 else done[0]
 

@@ -28,8 +28,10 @@ from ncclscope.tuning import Tuning
 
 Progress = Callable[[PieceFacts], None]
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(ncclscope.__file__)))
-_BOOT = (f"import sys; sys.path.insert(0, {_PKG!r}); import ncclscope; ncclscope.configure_process(); "
-         "from ncclscope.parse.logs.worker import serve; serve()")
+_BOOT = (
+    f"import sys; sys.path.insert(0, {_PKG!r}); import ncclscope; ncclscope.configure_process(); "
+    "from ncclscope.parse.logs.worker import serve; serve()"
+)
 _LEN = struct.Struct("<Q")
 
 
@@ -85,8 +87,14 @@ class _Queue:
             self.todo.append(piece)
 
 
-def _feed(proc: subprocess.Popen[bytes], queue: _Queue, tuning: Tuning, keep: Keep, finish: Callable[[PieceFacts], None],
-          failed: list[BaseException]) -> None:
+def _feed(
+    proc: subprocess.Popen[bytes],
+    queue: _Queue,
+    tuning: Tuning,
+    keep: Keep,
+    finish: Callable[[PieceFacts], None],
+    failed: list[BaseException],
+) -> None:
     """One worker: send it pieces one by one until none is left; its failure leaves the piece to others."""
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -111,7 +119,9 @@ def _feed(proc: subprocess.Popen[bytes], queue: _Queue, tuning: Tuning, keep: Ke
         proc.wait()
 
 
-def run(pieces: Sequence[Piece], tuning: Tuning, *, keep: Keep, progress: Progress | None = None) -> list[PieceFacts]:
+def run(
+    pieces: Sequence[Piece], tuning: Tuning, *, keep: Keep, progress: Progress | None = None
+) -> list[PieceFacts]:
     """Facts of every piece (in no particular order)."""
     done: list[PieceFacts] = []
     lock = threading.Lock()
@@ -127,12 +137,20 @@ def run(pieces: Sequence[Piece], tuning: Tuning, *, keep: Keep, progress: Progre
     threads = []
     for _ in range(worker_count(tuning, pieces)):
         try:
-            proc = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         except OSError:
             break
-        t = threading.Thread(target=_feed, args=(proc, queue, tuning, keep, finish, failed), daemon=True,
-                             name="ncclscope-log-worker")
+        t = threading.Thread(
+            target=_feed,
+            args=(proc, queue, tuning, keep, finish, failed),
+            daemon=True,
+            name="ncclscope-log-worker",
+        )
         t.start()
         threads.append(t)
     while (piece := queue.take(back=True)) is not None or any(t.is_alive() for t in threads):

@@ -16,7 +16,11 @@ from ncclscope.tuning import DEFAULT, Tuning
 def prepare(raw: pl.DataFrame, tuning: Tuning = DEFAULT) -> pl.DataFrame:
     """(`path`, `line`, `raw`) -> one row per line with origin columns, prefix fields and `msg`."""
     longest = raw["raw"].str.len_bytes().max()
-    text = pl.col("raw").str.slice(0, MAX_TEXT) if isinstance(longest, int) and longest > MAX_TEXT else pl.col("raw")
+    text = (
+        pl.col("raw").str.slice(0, MAX_TEXT)
+        if isinstance(longest, int) and longest > MAX_TEXT
+        else pl.col("raw")
+    )
     df = raw.with_columns(text.alias("text"), pl.int_range(pl.len()).alias("_row"))
     df = peel.split(peel.clean(df, max_line=tuning.max_line_chars).drop("raw"))
     if not df["_row"].is_sorted():

@@ -70,7 +70,9 @@ def _blocks(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK) -> It
                 stats.notes.append(f"{e}; the lines before were kept")
                 return
             except (EOFError, zlib.error, OSError) as e:
-                what = "compressed data ends early or is damaged" if isinstance(fh, Unpacked) else "read failed"
+                what = (
+                    "compressed data ends early or is damaged" if isinstance(fh, Unpacked) else "read failed"
+                )
                 stats.notes.append(f"{path}: {what} ({e}); kept the lines read before")
                 return
             if not b:
@@ -80,7 +82,9 @@ def _blocks(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK) -> It
         stats.notes.extend(getattr(fh, "notes", ()))
 
 
-def _lines(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK, max_line: int = MAX_LINE) -> Iterator[bytes]:
+def _lines(
+    fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK, max_line: int = MAX_LINE
+) -> Iterator[bytes]:
     """Yield byte blocks of whole lines (~`block` each); a line longer than 4*max_line bytes is cut."""
     carry = b""
     skipping = False  # inside the tail of an over-long line
@@ -99,7 +103,7 @@ def _lines(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK, max_li
                 skipping = True
             continue
         yield carry + b[: last_nl + 1]
-        carry = b[last_nl + 1:]
+        carry = b[last_nl + 1 :]
     if carry:
         yield carry
 
@@ -108,9 +112,17 @@ def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
     try:  # Polars' CSV reader splits lines in parallel, with \x01 as a "separator" no log line holds
         if b"\x01" in block or block.startswith(SNIFFED_BY_POLARS):  # Polars would decompress `x^…`
             raise ValueError("control character in the text, or a compression magic number first")
-        raw = pl.read_csv(block, has_header=False, separator="\x01", quote_char=None,
-                          new_columns=["raw"], schema={"raw": pl.Utf8}, encoding="utf8-lossy",
-                          truncate_ragged_lines=True, comment_prefix=None)["raw"].fill_null("")
+        raw = pl.read_csv(
+            block,
+            has_header=False,
+            separator="\x01",
+            quote_char=None,
+            new_columns=["raw"],
+            schema={"raw": pl.Utf8},
+            encoding="utf8-lossy",
+            truncate_ragged_lines=True,
+            comment_prefix=None,
+        )["raw"].fill_null("")
     except (pl.exceptions.PolarsError, ValueError):
         lines = block.decode("utf-8", errors="replace").split("\n")
         if lines and lines[-1] == "":
@@ -118,8 +130,10 @@ def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
         raw = pl.Series("raw", lines, dtype=pl.Utf8)
     n = raw.len()
     return pl.DataFrame({"raw": raw}).select(
-        pl.lit(path).alias("path"), pl.int_range(first_line, first_line + n, dtype=pl.Int64).alias("line"),
-        pl.col("raw"))
+        pl.lit(path).alias("path"),
+        pl.int_range(first_line, first_line + n, dtype=pl.Int64).alias("line"),
+        pl.col("raw"),
+    )
 
 
 _ODD = "[\ufffd\x01-\x08\x0e-\x1f\x7f]"  # undecodable bytes and control characters
@@ -154,7 +168,9 @@ def count_notes(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> list[s
     if stats.binary_lines:
         out.append(f"{path}: skipped {stats.binary_lines} line(s) of binary data")
     if stats.long_lines:
-        out.append(f"{path}: {stats.long_lines} line(s) longer than {tuning.max_line_chars} characters were cut")
+        out.append(
+            f"{path}: {stats.long_lines} line(s) longer than {tuning.max_line_chars} characters were cut"
+        )
     return out
 
 
@@ -245,8 +261,9 @@ def file_size(path: str) -> int | None:
         return None
 
 
-def read_many(paths: Sequence[str],
-              tuning: Tuning = DEFAULT) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
+def read_many(
+    paths: Sequence[str], tuning: Tuning = DEFAULT
+) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
     """(path, its chunks, its stats) for every input in order; consume the chunks before the stats.
 
     Small files (`tuning.prefetch_bytes`) are read ahead, whole, on worker threads, up to
@@ -256,7 +273,9 @@ def read_many(paths: Sequence[str],
     """
     sizes = [_size(p, tuning.prefetch_bytes) for p in paths]
     budget = tuning.prefetch_budget_bytes
-    with ThreadPoolExecutor(max_workers=max(1, tuning.prefetch_workers), thread_name_prefix="ncclscope-read") as pool:
+    with ThreadPoolExecutor(
+        max_workers=max(1, tuning.prefetch_workers), thread_name_prefix="ncclscope-read"
+    ) as pool:
         ahead: dict[int, Future[tuple[list[pl.DataFrame], ReadStats]]] = {}
         nxt = held = 0
         for i, path in enumerate(paths):

@@ -30,9 +30,18 @@ from ncclscope.parse.logs.runtime_rows import torch_rows
 from ncclscope.tuning import DEFAULT, Tuning
 
 TABLES: dict[str, S.Schema] = {
-    "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
-    "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
-    "torch": S.TORCH, "known": S.KNOWN, "unknown": S.UNKNOWN,
+    "inits": S.INITS,
+    "versions": S.VERSIONS,
+    "env": S.ENV,
+    "network": S.NETWORK,
+    "rings": S.RINGS,
+    "connections": S.CONNECTIONS,
+    "channels": S.CHANNELS,
+    "warnings": S.WARNINGS,
+    "trail": S.TRAIL,
+    "torch": S.TORCH,
+    "known": S.KNOWN,
+    "unknown": S.UNKNOWN,
 }
 
 
@@ -109,7 +118,9 @@ class _Acc:
             self.flush(final=False)
 
     def _widths(self, raw: pl.DataFrame) -> None:
-        w = raw.group_by("path").agg(pl.col("raw").str.len_chars().max().clip(upper_bound=MAX_TEXT).alias("_w"))
+        w = raw.group_by("path").agg(
+            pl.col("raw").str.len_chars().max().clip(upper_bound=MAX_TEXT).alias("_w")
+        )
         for path, n in w.iter_rows():
             self.widths[path] = max(self.widths.get(path, 0), int(n or 0))
 
@@ -150,7 +161,9 @@ class _Acc:
     def _inert(self, raw: pl.DataFrame, clean: pl.Series) -> None:
         rows = inert.rows(raw, clean)
         self.streams.append(streams.part(rows, pid=False))
-        live = rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
+        live = (
+            rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
+        )
         self._unknown(S.conform(live, S.UNKNOWN), patterns=False)  # no `KEEP` needle: not a candidate
 
     def _unknown(self, unknown: pl.DataFrame, *, patterns: bool = True) -> None:
@@ -191,8 +204,13 @@ class _Acc:
         self.add("warnings", matched.unknown_warnings(nccl_unknown))
         known, nccl_unknown = split_known(nccl_unknown)  # the catalog names what no family claims
         self.add("known", known)
-        unknown = pl.concat([nccl_unknown.with_columns(pl.lit(True).alias("is_nccl")),
-                             other.with_columns(pl.lit(False).alias("is_nccl"))], how="vertical_relaxed")
+        unknown = pl.concat(
+            [
+                nccl_unknown.with_columns(pl.lit(True).alias("is_nccl")),
+                other.with_columns(pl.lit(False).alias("is_nccl")),
+            ],
+            how="vertical_relaxed",
+        )
         self._unknown(S.conform(unknown, S.UNKNOWN))
         n_nccl = live.filter(pl.col("prefixed")).height + matched.bare_lines + torch.height
         n_folded = sum(folded.values())  # parts of the line before: NCCL lines, recognised with it
@@ -201,18 +219,36 @@ class _Acc:
         self.cov[3] += nccl_unknown.height
 
     # --- the piece's facts ----------------------------------------------------------------------
-    def facts(self, index: int, stats: list[tuple[str, int, ReadStats]], error: InputError | None) -> PieceFacts:
+    def facts(
+        self, index: int, stats: list[tuple[str, int, ReadStats]], error: InputError | None
+    ) -> PieceFacts:
         tables = {n: pl.concat(p, how="vertical_relaxed") for n, p in self.tables.items()}
         if not self.keep.unknown and self.ends:
             ends = evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))
             parts = [p for p in (tables.get("unknown"), ends) if p is not None]
-            tables["unknown"] = pl.concat(parts, how="vertical_relaxed").unique(["path", "line"], keep="first")
+            tables["unknown"] = pl.concat(parts, how="vertical_relaxed").unique(
+                ["path", "line"], keep="first"
+            )
         procs, seqs = FC.merge([p for p, _ in self.coll_parts], [s for _, s in self.coll_parts])
-        frame = pl.concat(self.coll_rows, how="vertical_relaxed") if self.keep.coll and self.coll_rows else (
-            S.empty(S.COLLECTIVES) if self.keep.coll else None)
-        return PieceFacts(index, tables, procs, seqs, self.coll_lines, frame, streams.merge(self.streams),
-                          self.unknown_count, (self.cov[0], self.cov[1], self.cov[2], self.cov[3]), self.rejoined,
-                          stats, error)
+        frame = (
+            pl.concat(self.coll_rows, how="vertical_relaxed")
+            if self.keep.coll and self.coll_rows
+            else (S.empty(S.COLLECTIVES) if self.keep.coll else None)
+        )
+        return PieceFacts(
+            index,
+            tables,
+            procs,
+            seqs,
+            self.coll_lines,
+            frame,
+            streams.merge(self.streams),
+            self.unknown_count,
+            (self.cov[0], self.cov[1], self.cov[2], self.cov[3]),
+            self.rejoined,
+            stats,
+            error,
+        )
 
 
 def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, keep: Keep = Keep()) -> PieceFacts:

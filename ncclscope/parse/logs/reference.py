@@ -63,7 +63,7 @@ def field_text(text: str, start: str) -> dict[str, str] | None:
     span = FieldSpans(text).transform(tree) if isinstance(tree, Tree) else None
     out: dict[str, str] = {}
     for f in span.fields if span else ():
-        out.setdefault(G.base_field(f.name), text[f.start:f.end])
+        out.setdefault(G.base_field(f.name), text[f.start : f.end])
     return out
 
 
@@ -103,7 +103,9 @@ def parse_line(line: str, *, path: str = "<line>", lineno: int = 1) -> list[Any]
     fam, fields = found
     names = next(n for f, _, n in match.family_patterns() if f == fam)
     every = {G.base_field(n) for n in names}  # absent optional fields are null columns, as in the fast path
-    hit = row.with_columns([pl.lit(fields.get(k), pl.Utf8).alias(f"f_{k}") for k in sorted(every | set(fields))])
+    hit = row.with_columns(
+        [pl.lit(fields.get(k), pl.Utf8).alias(f"f_{k}") for k in sorted(every | set(fields))]
+    )
     table, rows = to_table(fam, hit)
     cls = RECORD_TYPES[table]
     return [cls(**r) for r in rows.to_dicts()]

@@ -51,7 +51,9 @@ def parser() -> Lark:
     final = _cache_file()
     if final is None or final.exists():
         return _lark(str(final) if final else False)
-    tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")  # written whole, then renamed: no reader sees half
+    tmp = final.with_name(
+        f"{final.name}.{os.getpid()}.tmp"
+    )  # written whole, then renamed: no reader sees half
     p = _lark(str(tmp))
     with contextlib.suppress(OSError):
         os.replace(tmp, final)
@@ -59,8 +61,14 @@ def parser() -> Lark:
 
 
 def _lark(cache: str | bool) -> Lark:
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, start=["start", "exc_only"],
-                cache=cache)
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        maybe_placeholders=False,
+        start=["start", "exc_only"],
+        cache=cache,
+    )
 
 
 def _cache_file() -> Path | None:
@@ -86,7 +94,7 @@ def _header_search() -> re.Pattern[str]:
 def _prepare(message: str) -> str:
     text = _RANK_WRAPPER.sub("", message.rstrip("\r\n "), count=1)
     hit = _header_search().search(text)
-    return text[hit.start():] if hit else text.lstrip()
+    return text[hit.start() :] if hit else text.lstrip()
 
 
 def match(message: str) -> Row | None:
@@ -176,7 +184,10 @@ class _ToRow(Transformer[Token, Row]):
         return {"severity": str(tok).lstrip("[")[0]}
 
     def lead_rank(self, items: list[Any]) -> Row:
-        return {"_tag": True, "rank": _int(next(i for i in items if isinstance(i, Token) and i.type == "INT"))}
+        return {
+            "_tag": True,
+            "rank": _int(next(i for i in items if isinstance(i, Token) and i.type == "INT")),
+        }
 
     def tag_rank(self, items: list[Any]) -> Row:
         return {"_tag": True, "rank": _int(items[0])}
@@ -184,7 +195,12 @@ class _ToRow(Transformer[Token, Row]):
     def tag_pg(self, items: list[Any]) -> Row:
         desc = [str(i)[1:-1] for i in items if isinstance(i, Token) and i.type == "PG_DESC"]
         ints = [i for i in items if isinstance(i, Token) and i.type == "INT"]
-        return {"_tag": True, "pg_id": str(ints[0]), "rank": _int(ints[-1]), "pg_desc": desc[0] if desc else None}
+        return {
+            "_tag": True,
+            "pg_id": str(ints[0]),
+            "rank": _int(ints[-1]),
+            "pg_desc": desc[0] if desc else None,
+        }
 
     def tag_pg_guid(self, items: list[Any]) -> Row:
         out = self.tag_pg(items)
@@ -228,8 +244,12 @@ class _ToRow(Transformer[Token, Row]):
         return {"ran_for_ms": _int(items[0])}
 
     # --- PG status --------------------------------------------------------------------------
-    _HEADS: ClassVar[dict[str, str]] = {"Exception (either an error or timeout) detected": "exception", "NCCL error is detected": "error",
-              "Work timeout is detected": "timeout", "failure detected": "failure"}
+    _HEADS: ClassVar[dict[str, str]] = {
+        "Exception (either an error or timeout) detected": "exception",
+        "NCCL error is detected": "error",
+        "Work timeout is detected": "timeout",
+        "failure detected": "failure",
+    }
 
     def status(self, items: list[Any]) -> Row:
         head = next((str(i) for i in items if isinstance(i, Token) and i.type == "STATUS_HEAD"), None)
@@ -297,8 +317,11 @@ class _ToRow(Transformer[Token, Row]):
     # --- heartbeat, communicator creation -----------------------------------------------------
     def heartbeat(self, items: list[Any]) -> Row:
         secs = [i for i in items if isinstance(i, Token) and i.type == "INT"]
-        return {"kind": "heartbeat_stuck", "ran_for_ms": _int(secs[0]) * 1000 if secs else None,
-                "detail": "watchdog_stuck" if secs else "heartbeat_timeout"}
+        return {
+            "kind": "heartbeat_stuck",
+            "ran_for_ms": _int(secs[0]) * 1000 if secs else None,
+            "detail": "watchdog_stuck" if secs else "heartbeat_timeout",
+        }
 
     def created_comm(self, items: list[Any]) -> Row:
         return {"kind": "created_comm", "comm_ptr": str(items[0]).lower()}
@@ -321,15 +344,24 @@ class _ToRow(Transformer[Token, Row]):
         return _inner("backend_error", "comm_aborted", items, **extra)
 
     def store_error(self, items: list[Any]) -> Row:
-        return {"kind": "backend_error", "detail": "unique_id_store", "rank": int(_ranks(items[0]).split(",")[0])}
+        return {
+            "kind": "backend_error",
+            "detail": "unique_id_store",
+            "rank": int(_ranks(items[0]).split(",")[0]),
+        }
 
     def last_error(self, items: list[Any]) -> Row:
         return {"kind": "last_error", "detail": _rest(items)}
 
     # --- desync report ------------------------------------------------------------------------
     def ds_timeout(self, items: list[Any]) -> Row:
-        return {"kind": "desync", "detail": "timeout_at", "rank": int(_ranks(items[0]).split(",")[0]),
-                "op_type": str(items[1]), "seq": _int(items[2])}
+        return {
+            "kind": "desync",
+            "detail": "timeout_at",
+            "rank": int(_ranks(items[0]).split(",")[0]),
+            "op_type": str(items[1]),
+            "seq": _int(items[2]),
+        }
 
     def ds_never_joined(self, items: list[Any]) -> Row:
         return {"kind": "desync", "detail": f"never_joined {_ranks(items[0])}"}
@@ -374,8 +406,12 @@ class _ToRow(Transformer[Token, Row]):
     def term_throw(self, items: list[Any]) -> Row:
         return {"kind": "terminate", "detail": _rest(items)}
 
-    _OPTS: ClassVar[dict[str, tuple[str, type]]] = {"global rank": ("rank", int), "TIMEOUT(ms)": ("timeout_ms", int), "NCCL version": ("nccl_version", str),
-             "PG Name": ("pg_name", str)}
+    _OPTS: ClassVar[dict[str, tuple[str, type]]] = {
+        "global rank": ("rank", int),
+        "TIMEOUT(ms)": ("timeout_ms", int),
+        "NCCL version": ("nccl_version", str),
+        "PG Name": ("pg_name", str),
+    }
 
     def init_options(self, items: list[Any]) -> Row:
         row: Row = {"kind": "init_options", "detail": None}
@@ -403,8 +439,12 @@ class _ToRow(Transformer[Token, Row]):
     # RAS rows: seq = operation count, numel_in = how many ranks reached it, pg_name = comm hash.
     def ras_comm(self, items: list[Any]) -> Row:
         words = " ".join(str(i) for i in items if isinstance(i, Token) and i.type == "RAS_WORD")
-        return {"kind": "ras", "detail": f"comm {words}".strip(), "pg_name": str(items[2]).lower(),
-                "pg_id": f"{items[0]}-{items[1]}"}
+        return {
+            "kind": "ras",
+            "detail": f"comm {words}".strip(),
+            "pg_name": str(items[2]).lower(),
+            "pg_id": f"{items[0]}-{items[1]}",
+        }
 
     def ras_diff(self, items: list[Any]) -> Row:
         return {"kind": "ras", "detail": "op_count_mismatch", "op_type": str(items[0])}
@@ -437,8 +477,12 @@ class _ToRow(Transformer[Token, Row]):
 
     def gloo_size_mismatch(self, items: list[Any]) -> Row:
         got, want = (_int(i) for i in items if isinstance(i, Token) and i.type == "INT")
-        return {"kind": "gloo_size_mismatch", "numel_in": got, "numel_out": want,
-                "detail": f"received {got} bytes, expected {want}"}
+        return {
+            "kind": "gloo_size_mismatch",
+            "numel_in": got,
+            "numel_out": want,
+            "detail": f"received {got} bytes, expected {want}",
+        }
 
     # --- torchrun's failure report (kind launcher; detail says which line) ---------------------
     # Numbers go into `detail` as `key value` words (the TORCH schema has no exit-code/pid columns);
@@ -465,7 +509,10 @@ class _ToRow(Transformer[Token, Row]):
     def tr_exit(self, items: list[Any]) -> Row:
         code, pid = (_int(i) for i in items if isinstance(i, Token) and i.type in ("SINT", "INT"))
         sig = next((str(i) for i in items if isinstance(i, Token) and i.type == "SIGNAME"), None)
-        return {"kind": "launcher", "detail": f"exitcode {code} pid {pid}" + (f" signal {sig}" if sig else "")}
+        return {
+            "kind": "launcher",
+            "detail": f"exitcode {code} pid {pid}" + (f" signal {sig}" if sig else ""),
+        }
 
     def tr_traceback_py(self, items: list[Any]) -> Row:
         return {"kind": "traceback", "detail": "table"}
@@ -506,7 +553,12 @@ class _ToRow(Transformer[Token, Row]):
     def lightning_world(self, items: list[Any]) -> Row:
         ints = [i for i in items if isinstance(i, Token) and i.type == "INT"]
         rank, member, size = (_int(t) for t in ints[-3:])
-        return {"kind": "lightning_world", "rank": rank, "detail": f"MEMBER {member}/{size}", "world_size": size}
+        return {
+            "kind": "lightning_world",
+            "rank": rank,
+            "detail": f"MEMBER {member}/{size}",
+            "world_size": size,
+        }
 
     def misc_raised(self, items: list[Any]) -> Row:
         return {"kind": "other", "detail": f"raised from {items[0]}"}

@@ -20,7 +20,9 @@ _FIELDS = [c for c in S.TORCH if c not in S.ORIGIN]
 
 def candidates(msg: pl.Expr) -> pl.Expr:
     """Messages `runtime_lines.match` may accept (its anchor and length bound, vectorised)."""
-    return (msg.str.contains(runtime_lines.ANCHOR.pattern) & (msg.str.len_chars() <= runtime_lines.MAX_CHARS)).fill_null(False)
+    return (
+        msg.str.contains(runtime_lines.ANCHOR.pattern) & (msg.str.len_chars() <= runtime_lines.MAX_CHARS)
+    ).fill_null(False)
 
 
 def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -35,10 +37,15 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     recs = {m: r for m in msgs if (r := runtime_lines.match(m)) is not None}
     if not recs:
         return S.empty(S.TORCH), df.drop("_t")
-    fields = pl.DataFrame([{"msg": m, **{k: _fit(r.get(k)) for k in _FIELDS}} for m, r in recs.items()],
-                          schema={"msg": pl.Utf8, **{k: S.TORCH[k] for k in _FIELDS}}, strict=False)
+    fields = pl.DataFrame(
+        [{"msg": m, **{k: _fit(r.get(k)) for k in _FIELDS}} for m, r in recs.items()],
+        schema={"msg": pl.Utf8, **{k: S.TORCH[k] for k in _FIELDS}},
+        strict=False,
+    )
     hit = cand.join(fields, on="msg", how="inner").sort("_t")
-    rows = hit.select(*_ORIGIN, *_FIELDS).with_columns(pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank"))
+    rows = hit.select(*_ORIGIN, *_FIELDS).with_columns(
+        pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank")
+    )
     return S.conform(rows, S.TORCH), df.join(hit.select("_t"), on="_t", how="anti").drop("_t")
 
 

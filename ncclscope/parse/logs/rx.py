@@ -60,7 +60,7 @@ def group_names(pattern: str) -> tuple[str, ...]:
             continue
         elif pattern.startswith("(?P<", i):
             end = pattern.index(">", i)
-            names.append(pattern[i + 4:end])
+            names.append(pattern[i + 4 : end])
             i = end
         i += 1
     return tuple(names)
@@ -90,5 +90,8 @@ def find_all(s: pl.Series, pattern: str) -> pl.Series:
     if s.len() >= SMALL:
         return s.str.extract_all(pattern)
     rx = compiled(pattern)
-    return pl.Series(s.name, [[m.group(0) for m in rx.finditer(v)] if v is not None else None
-                              for v in s.to_list()], dtype=pl.List(pl.Utf8))
+    return pl.Series(
+        s.name,
+        [[m.group(0) for m in rx.finditer(v)] if v is not None else None for v in s.to_list()],
+        dtype=pl.List(pl.Utf8),
+    )

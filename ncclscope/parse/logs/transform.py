@@ -18,8 +18,15 @@ from ncclscope.parse.logs import rx
 from ncclscope.parse.logs.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
 
 TABLES: dict[str, S.Schema] = {
-    "inits": S.INITS, "versions": S.VERSIONS, "env": S.ENV, "network": S.NETWORK, "rings": S.RINGS,
-    "connections": S.CONNECTIONS, "channels": S.CHANNELS, "warnings": S.WARNINGS, "trail": S.TRAIL,
+    "inits": S.INITS,
+    "versions": S.VERSIONS,
+    "env": S.ENV,
+    "network": S.NETWORK,
+    "rings": S.RINGS,
+    "connections": S.CONNECTIONS,
+    "channels": S.CHANNELS,
+    "warnings": S.WARNINGS,
+    "trail": S.TRAIL,
     "collectives": S.COLLECTIVES,
 }
 # Columns every matched row has before shaping (prefix fields); message fields override them.
@@ -37,7 +44,9 @@ def _ensure(df: pl.DataFrame, names: list[str]) -> pl.DataFrame:
 
 def _ints(s: pl.Expr) -> pl.Expr:
     """`"1 -1 3"` / `"1/-1/-1"` -> [1, -1, 3] (Int64 list)."""
-    return s.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64, strict=False))  # beyond 64 bits: null
+    return s.str.extract_all(r"-?\d+").list.eval(
+        pl.element().cast(pl.Int64, strict=False)
+    )  # beyond 64 bits: null
 
 
 def _typed(df: pl.DataFrame, schema: S.Schema) -> pl.DataFrame:
@@ -48,7 +57,9 @@ def _typed(df: pl.DataFrame, schema: S.Schema) -> pl.DataFrame:
         if src not in df.columns or (col in df.columns and col not in _BASE):
             continue  # a column the family's shaper set itself wins over the raw field
         if dtype == pl.Int64:
-            out.append(pl.col(src).str.to_integer(base=16 if col in HEX_FIELDS else 10, strict=False).alias(col))
+            out.append(
+                pl.col(src).str.to_integer(base=16 if col in HEX_FIELDS else 10, strict=False).alias(col)
+            )
         elif dtype == pl.Utf8:
             out.append(pl.col(src).alias(col))
         elif dtype == pl.List(pl.Int64):
@@ -66,7 +77,9 @@ def explode_list(df: pl.DataFrame, field: str, element_rule: str) -> pl.DataFram
     for n in g.columns:
         bases.setdefault(G.base_field(n), []).append(n)
     df = df.drop(["_el", *[f"f_{b}" for b in bases if f"f_{b}" in df.columns]])
-    return df.with_columns([pl.coalesce([pl.lit(g[n]) for n in ns]).alias(f"f_{b}") for b, ns in bases.items()])
+    return df.with_columns(
+        [pl.coalesce([pl.lit(g[n]) for n in ns]).alias(f"f_{b}") for b, ns in bases.items()]
+    )
 
 
 # --- family-specific shaping ------------------------------------------------------------------
@@ -78,7 +91,8 @@ def _versions(df: pl.DataFrame, fam: str) -> pl.DataFrame:
     df = _ensure(df, ["nccl_version", "cuda_version"])
     nccl = df.with_columns(pl.lit("nccl").alias("kind"), f("nccl_version").alias("f_value"))
     cuda = df.filter(f("cuda_version").is_not_null()).with_columns(
-        pl.lit("cuda").alias("kind"), f("cuda_version").alias("f_value"))
+        pl.lit("cuda").alias("kind"), f("cuda_version").alias("f_value")
+    )
     return pl.concat([nccl, cuda], how="diagonal_relaxed")
 
 
@@ -94,7 +108,8 @@ def _network(df: pl.DataFrame, fam: str) -> pl.DataFrame:
     elif fam == "ib_devices":
         df = _ensure(df, ["oob_iface", "address", "port"])
         oob = df.filter(f("oob_iface").is_not_null() | f("address").is_not_null()).with_columns(
-            pl.lit("ib_oob").alias("kind"), f("oob_iface").alias("f_iface"))
+            pl.lit("ib_oob").alias("kind"), f("oob_iface").alias("f_iface")
+        )
         devs = explode_list(df.drop(["f_address", "f_port"]), "hcas", "hca_entry")
         return pl.concat([devs, oob], how="diagonal_relaxed")
     elif fam in ("ib_sideband",):
@@ -103,7 +118,8 @@ def _network(df: pl.DataFrame, fam: str) -> pl.DataFrame:
         df = df.with_columns(f("net").str.strip_chars().alias("f_net"))
     elif fam in ("gdr_hca", "gdr_gpu"):
         df = _ensure(df, ["gdr_state"]).with_columns(
-            ("gdr_" + f("gdr_state").str.to_lowercase()).alias("kind"), pl.col("msg").alias("f_detail"))
+            ("gdr_" + f("gdr_state").str.to_lowercase()).alias("kind"), pl.col("msg").alias("f_detail")
+        )
     else:  # plugin, ofi, nic distance, counts, ...: the message is the detail
         df = df.with_columns(pl.col("msg").alias("f_detail"))
     return df
@@ -113,9 +129,14 @@ def _conn_transport(df: pl.DataFrame) -> pl.DataFrame:
     t = f("transport")
     net = t.str.extract(r"^NET/([^/]+)/", 1)
     return df.with_columns(
-        pl.when(t == "direct shared memory").then(pl.lit("SHM")).otherwise(t.str.extract(r"^([A-Z0-9]+)/", 1))
+        pl.when(t == "direct shared memory")
+        .then(pl.lit("SHM"))
+        .otherwise(t.str.extract(r"^([A-Z0-9]+)/", 1))
         .alias("transport"),
-        pl.when(t == "direct shared memory").then(t).otherwise(t.str.replace(r"^[A-Z0-9]+/", "")).alias("detail"),
+        pl.when(t == "direct shared memory")
+        .then(t)
+        .otherwise(t.str.replace(r"^[A-Z0-9]+/", ""))
+        .alias("detail"),
         pl.when(net.is_not_null()).then(net).otherwise(t.str.extract(r"^COLLNET/([^/]+)/", 1)).alias("net"),
         t.str.extract(r"^(?:NET|COLLNET)/[^/]+/(\d+)", 1).cast(pl.Int64, strict=False).alias("net_dev"),
         t.str.contains("GDRDMA").alias("gdr"),
@@ -133,11 +154,16 @@ def _rings(df: pl.DataFrame, fam: str) -> pl.DataFrame:
     if fam == "ring_order":
         return _ensure(df, ["ellipsis"]).with_columns(f("ellipsis").is_not_null().alias("truncated"))
     if fam == "ring_neighbors":
-        return df.with_columns(pl.concat_list(
-            [f(n).cast(pl.Int64, strict=False) for n in ("ring_prev", "ring_me", "ring_next")]).alias("order"))
+        return df.with_columns(
+            pl.concat_list(
+                [f(n).cast(pl.Int64, strict=False) for n in ("ring_prev", "ring_me", "ring_next")]
+            ).alias("order")
+        )
     if fam == "trees":
         df = explode_list(df, "tree_entries", "tree_entry")
-    return df.with_columns(_ints(f("tree_down")).list.eval(pl.element().filter(pl.element() >= 0)).alias("tree_down"))
+    return df.with_columns(
+        _ints(f("tree_down")).list.eval(pl.element().filter(pl.element() >= 0)).alias("tree_down")
+    )
 
 
 def _inits(df: pl.DataFrame, fam: str) -> pl.DataFrame:
@@ -153,14 +179,23 @@ def _inits(df: pl.DataFrame, fam: str) -> pl.DataFrame:
 def _channels(df: pl.DataFrame, fam: str) -> pl.DataFrame:
     if fam == "connected":
         m = pl.col("msg")
-        kind = (pl.when(m.str.contains("rings")).then(pl.lit("connected_rings"))
-                .when(m.str.contains("trees")).then(pl.lit("connected_trees"))
-                .when(m.str.contains("NVLS")).then(pl.lit("connected_nvls"))
-                .otherwise(pl.lit("connected_collnet")))
+        kind = (
+            pl.when(m.str.contains("rings"))
+            .then(pl.lit("connected_rings"))
+            .when(m.str.contains("trees"))
+            .then(pl.lit("connected_trees"))
+            .when(m.str.contains("NVLS"))
+            .then(pl.lit("connected_nvls"))
+            .otherwise(pl.lit("connected_collnet"))
+        )
         return df.with_columns(kind.alias("kind"))
     if fam == "nvls_support":
-        return df.with_columns(pl.when(pl.col("msg").str.contains(" not available"))
-                               .then(pl.lit("nvls_unavailable")).otherwise(pl.lit("nvls_available")).alias("kind"))
+        return df.with_columns(
+            pl.when(pl.col("msg").str.contains(" not available"))
+            .then(pl.lit("nvls_unavailable"))
+            .otherwise(pl.lit("nvls_available"))
+            .alias("kind")
+        )
     return df
 
 
@@ -170,9 +205,16 @@ def _warnings(df: pl.DataFrame, fam: str) -> pl.DataFrame:
         msg = f("cuda_msg")
         src = pl.col("src_file").fill_null("")
         df = df.with_columns(
-            pl.when(src.str.contains("nvls")).then(pl.lit("nvls"))
-            .when(msg.str.contains("out of memory")).then(pl.lit("oom")).otherwise(pl.lit("cuda")).alias("family"))
-    return df.with_columns(pl.col("msg").alias("message"), f("peer").str.replace(r"<\d+>$", "").alias("peer_host"))
+            pl.when(src.str.contains("nvls"))
+            .then(pl.lit("nvls"))
+            .when(msg.str.contains("out of memory"))
+            .then(pl.lit("oom"))
+            .otherwise(pl.lit("cuda"))
+            .alias("family")
+        )
+    return df.with_columns(
+        pl.col("msg").alias("message"), f("peer").str.replace(r"<\d+>$", "").alias("peer_host")
+    )
 
 
 def _trail(df: pl.DataFrame, fam: str) -> pl.DataFrame:
@@ -184,8 +226,16 @@ def _passthrough(df: pl.DataFrame, fam: str) -> pl.DataFrame:
 
 
 _SHAPERS: dict[str, Callable[[pl.DataFrame, str], pl.DataFrame]] = {
-    "versions": _versions, "env": _env, "network": _network, "connections": _connections, "rings": _rings,
-    "inits": _inits, "channels": _channels, "warnings": _warnings, "trail": _trail, "collectives": _passthrough,
+    "versions": _versions,
+    "env": _env,
+    "network": _network,
+    "connections": _connections,
+    "rings": _rings,
+    "inits": _inits,
+    "channels": _channels,
+    "warnings": _warnings,
+    "trail": _trail,
+    "collectives": _passthrough,
 }
 
 
@@ -196,8 +246,10 @@ def to_table(fam: str, df: pl.DataFrame) -> tuple[str, pl.DataFrame]:
     if spec.table == "warnings":
         df = df.with_columns(pl.lit(spec.warn).alias("family"), pl.lit(spec.benign).alias("benign"))
     df = _SHAPERS[spec.table](df, fam)
-    consts = [(pl.coalesce(pl.col(k), pl.lit(v)) if k in df.columns else pl.lit(v)).alias(k)
-              for k, v in spec.const.items()]
+    consts = [
+        (pl.coalesce(pl.col(k), pl.lit(v)) if k in df.columns else pl.lit(v)).alias(k)
+        for k, v in spec.const.items()
+    ]
     df = _typed(df.with_columns(consts) if consts else df, schema)
     if spec.table == "warnings":
         df = mark_benign(df.with_columns(pl.col("peer_host").alias("peer")))

@@ -53,10 +53,34 @@ class _Complete(_Fields, tag_field="ph", tag="X", gc=False):
 
 # Every other phase of the Trace Event Format, as an empty Struct (decoded without a single field);
 # their class-level `cat` routes them to the discarded events.
-_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V", "v",
-           "R", "c", "(", ")")
-_Skipped = tuple(msgspec.defstruct(f"_Phase{i}", [], tag_field="ph", tag=p, gc=False, namespace={"cat": SKIP})
-                 for i, p in enumerate(_PHASES))
+_PHASES = (
+    "B",
+    "E",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "s",
+    "t",
+    "f",
+    "P",
+    "O",
+    "N",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+)
+_Skipped = tuple(
+    msgspec.defstruct(f"_Phase{i}", [], tag_field="ph", tag=p, gc=False, namespace={"cat": SKIP})
+    for i, p in enumerate(_PHASES)
+)
 _Tagged = Union[(_Complete, *_Skipped)]  # type: ignore[valid-type]  # built at run time
 
 
@@ -137,20 +161,37 @@ def decode(path: str, scratch: Scratch | None = None, tuning: Tuning = DEFAULT) 
             out = _decode_fast(path, data, size, tuning) or _decode_general(path, data, size, tuning)
         except UnicodeDecodeError:
             fixed = bytes(memoryview(data)[:size]).decode("utf-8", "replace").encode()
-            out = _decode_fast(path, fixed, len(fixed), tuning) or _decode_general(path, fixed, len(fixed), tuning)
+            out = _decode_fast(path, fixed, len(fixed), tuning) or _decode_general(
+                path, fixed, len(fixed), tuning
+            )
             notes.append(f"{path}: invalid UTF-8 in strings, replaced by U+FFFD")
     except RecursionError:
-        raise TraceError(f"{path}: JSON nested deeper than the decoder allows (about "
-                         f"{sys.getrecursionlimit()} levels): not a torch.profiler trace") from None
+        raise TraceError(
+            f"{path}: JSON nested deeper than the decoder allows (about "
+            f"{sys.getrecursionlimit()} levels): not a torch.profiler trace"
+        ) from None
     out.notes = notes + out.notes
     return out
 
 
 def _decoded(path: str, top: _Trace, n_events: int, tuning: Tuning) -> DecodedTrace:
-    h = header(path, top.distributedInfo, top.deviceProperties, top.baseTimeNanoseconds, top.host_name,
-               tuning.max_json_depth)
-    return DecodedTrace(path=path, distributed=h.distributed, devices=h.devices, base_ns=h.base_ns, host=h.host,
-                        n_events=n_events, notes=h.notes)
+    h = header(
+        path,
+        top.distributedInfo,
+        top.deviceProperties,
+        top.baseTimeNanoseconds,
+        top.host_name,
+        tuning.max_json_depth,
+    )
+    return DecodedTrace(
+        path=path,
+        distributed=h.distributed,
+        devices=h.devices,
+        base_ns=h.base_ns,
+        host=h.host,
+        n_events=n_events,
+        notes=h.notes,
+    )
 
 
 def _decode_fast(path: str, data: Buffer, size: int, tuning: Tuning) -> DecodedTrace | None:
@@ -171,7 +212,12 @@ def _decode_fast(path: str, data: Buffer, size: int, tuning: Tuning) -> DecodedT
     if top is None or not out.n_events:
         return None
     head = _decoded(path, top, out.n_events, tuning)
-    out.distributed, out.devices, out.base_ns, out.host = head.distributed, head.devices, head.base_ns, head.host
+    out.distributed, out.devices, out.base_ns, out.host = (
+        head.distributed,
+        head.devices,
+        head.base_ns,
+        head.host,
+    )
     out.notes = head.notes
     return out
 
@@ -196,7 +242,9 @@ def _upto(data: Buffer, a: int, seps: Iterable[re.Match[bytes]], out: DecodedTra
         try:
             _collect_chunk(data, a, m.start() + 1, out)
             return m
-        except msgspec.DecodeError:  # ValidationError included (an odd phase or field type): nothing collected
+        except (
+            msgspec.DecodeError
+        ):  # ValidationError included (an odd phase or field type): nothing collected
             continue
     return None
 
@@ -207,7 +255,7 @@ def _collect_chunk(data: Buffer, a: int, b: int, out: DecodedTrace) -> None:
         before, after = data[a - 1], data[b]
         data[a - 1], data[b] = 0x5B, 0x5D
         try:
-            events = _TAGGED.decode(memoryview(data)[a - 1:b + 1])
+            events = _TAGGED.decode(memoryview(data)[a - 1 : b + 1])
         finally:
             data[a - 1], data[b] = before, after
     else:
@@ -220,7 +268,7 @@ def _header(data: Buffer, first: int, end: int, size: int) -> _Trace | None:
     """The file decoded with a marker in place of data[first-1:end+1], if the marker is its `traceEvents`."""
     view = memoryview(data)
     try:
-        top = _DECODER.decode(b"".join((view[:first - 1], b"[", _MARK, b"]", view[end + 1:size])))
+        top = _DECODER.decode(b"".join((view[: first - 1], b"[", _MARK, b"]", view[end + 1 : size])))
     except msgspec.DecodeError:
         return None
     events = top.traceEvents if isinstance(top, _Trace) else None
@@ -245,9 +293,9 @@ def _decode_general(path: str, data: Buffer, size: int, tuning: Tuning) -> Decod
     out = _decoded(path, top, len(raw), tuning)
     try:
         for i in range(0, len(raw), _CHUNK):
-            collect([e for e in _EVENTS.decode(b"[" + b",".join(raw[i:i + _CHUNK]) + b"]") if e.ph == "X"], out)
+            collect(
+                [e for e in _EVENTS.decode(b"[" + b",".join(raw[i : i + _CHUNK]) + b"]") if e.ph == "X"], out
+            )
     except msgspec.ValidationError as e:
         raise TraceError(f"{path}: not a torch.profiler Chrome trace ({e})") from None
     return out
-
-

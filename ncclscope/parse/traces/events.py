@@ -69,13 +69,25 @@ def _args_of(events: list[Any]) -> list[_Args]:
         return []
     raws = list(map(_ARGS_RAW, events))
     try:
-        return _MANY_ARGS.decode(b"".join((b"[", b",".join(raws if all(raws) else [r or b"{}" for r in raws]), b"]")))
+        return _MANY_ARGS.decode(
+            b"".join((b"[", b",".join(raws if all(raws) else [r or b"{}" for r in raws]), b"]"))
+        )
     except msgspec.DecodeError:
         return [_args(e) for e in events]
 
 
-_COMM_FIELDS = ("coll", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
-                "pg_ranks", "seq", "comms_id")
+_COMM_FIELDS = (
+    "coll",
+    "in_nelems",
+    "out_nelems",
+    "group_size",
+    "dtype",
+    "pg_name",
+    "pg_desc",
+    "pg_ranks",
+    "seq",
+    "comms_id",
+)
 _OP_PREFIXES = ("nccl:", "gloo:", "c10d::")
 
 
@@ -145,8 +157,18 @@ def _gpu(gpu: list[Any], out: DecodedTrace) -> None:
     cols["is_comm"].extend(comm)
     nccl = list(compress(gpu, comm))
     args = _args_of(nccl)
-    _extend(out.nccl, (map(_TID, nccl), map(_TS, nccl), map(_DUR, nccl), map(_NAME, nccl), map(_EXT, args),
-                       map(_CORR, args), *_comm(args)))
+    _extend(
+        out.nccl,
+        (
+            map(_TID, nccl),
+            map(_TS, nccl),
+            map(_DUR, nccl),
+            map(_NAME, nccl),
+            map(_EXT, args),
+            map(_CORR, args),
+            *_comm(args),
+        ),
+    )
 
 
 def _launches(launches: list[Any], out: DecodedTrace) -> None:
@@ -154,16 +176,34 @@ def _launches(launches: list[Any], out: DecodedTrace) -> None:
     args = _args_of(launches)
     corr = list(map(_CORR, args))
     keep = list(map(is_not, corr, repeat(None)))
-    _extend(out.launches, (compress(map(_TID, launches), keep), compress(map(_TS, launches), keep),
-                           compress(map(_EXT, args), keep), compress(corr, keep)))
+    _extend(
+        out.launches,
+        (
+            compress(map(_TID, launches), keep),
+            compress(map(_TS, launches), keep),
+            compress(map(_EXT, args), keep),
+            compress(corr, keep),
+        ),
+    )
 
 
 def _cpu_ops(cands: list[Any], out: DecodedTrace) -> None:
     """Communication ops with their args, and ProfilerStep#N spans."""
     ops = [e for e in cands if e.name == "record_param_comms" or e.name.startswith(_OP_PREFIXES)]
     args = _args_of(ops)
-    _extend(out.ops, (map(_TID, ops), map(_TS, ops), map(_DUR, ops), map(_NAME, ops), map(_EXT, args),
-                      map(_raw, map(_DIMS, args)), map(_raw, map(_TYPES, args)), *_comm(args)))
+    _extend(
+        out.ops,
+        (
+            map(_TID, ops),
+            map(_TS, ops),
+            map(_DUR, ops),
+            map(_NAME, ops),
+            map(_EXT, args),
+            map(_raw, map(_DIMS, args)),
+            map(_raw, map(_TYPES, args)),
+            *_comm(args),
+        ),
+    )
     if steps := [e for e in cands if e.name.startswith("ProfilerStep#")]:
         _extend(out.steps, (map(_TS, steps), map(_DUR, steps), map(_NAME, steps)))
 

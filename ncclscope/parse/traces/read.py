@@ -51,8 +51,11 @@ def expand_trace_paths(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
-            found = sorted(f for f in glob.glob(os.path.join(p, "**", "*"), recursive=True)
-                           if f.endswith(_SUFFIXES) and os.path.isfile(f))
+            found = sorted(
+                f
+                for f in glob.glob(os.path.join(p, "**", "*"), recursive=True)
+                if f.endswith(_SUFFIXES) and os.path.isfile(f)
+            )
             if not found:
                 raise TraceError(f"{p}: no trace files (.json, .json.gz) in this directory")
             out.extend(found)
@@ -66,8 +69,13 @@ def expand_trace_paths(paths: Sequence[str]) -> list[str]:
     return list({os.path.realpath(p): p for p in reversed(out)}.values())[::-1]
 
 
-def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
-                progress: Callable[[str], None] | None = None, tuning: Tuning = DEFAULT) -> TraceFrames:
+def read_traces(
+    paths: Sequence[str],
+    *,
+    rank_map: dict[str, int] | None = None,
+    progress: Callable[[str], None] | None = None,
+    tuning: Tuning = DEFAULT,
+) -> TraceFrames:
     """Read every rank's trace. A file that cannot be used is skipped with a note while another can be;
     when none can, its TraceError (one line) is raised, as is a rank claimed by two traces."""
     files = expand_trace_paths(paths)
@@ -88,8 +96,10 @@ def read_traces(paths: Sequence[str], *, rank_map: dict[str, int] | None = None,
                 failed.append(e)
                 continue
             if rank in seen:
-                raise TraceError(f"rank {rank} appears in two traces ({seen[rank]}, {d.path}): pass the traces "
-                                 "of one job, or give each file its rank with --rank-map FILE=RANK")
+                raise TraceError(
+                    f"rank {rank} appears in two traces ({seen[rank]}, {d.path}): pass the traces "
+                    "of one job, or give each file its rank with --rank-map FILE=RANK"
+                )
             seen[rank] = d.path
             notes += d.notes
             _accumulate(acc, d, rank, notes)
@@ -142,8 +152,7 @@ def _in_range(cols: dict[str, list[object]], path: str, notes: list[str]) -> dic
         bad = sum(type(v) is int and not -INT64_MAX <= v <= INT64_MAX for v in vals)
         if bad:
             notes.append(f"{path}: {bad} value(s) of `{name}` beyond 64 bits, read as unknown")
-            vals = [None if type(v) is int and not -INT64_MAX <= v <= INT64_MAX else v
-                    for v in vals]
+            vals = [None if type(v) is int and not -INT64_MAX <= v <= INT64_MAX else v for v in vals]
         out[name] = vals
     return out
 
@@ -167,8 +176,10 @@ def _rank_of(d: DecodedTrace, rank_map: dict[str, int]) -> tuple[int, str]:
     if m and int_in(int(m.group(1)), 0, RANK_MAX) is not None:
         return int(m.group(1)), "file name"
     what = "distributedInfo.rank out of range" if "rank" in d.distributed else "no distributedInfo.rank"
-    raise TraceError(f"{d.path}: cannot tell which rank wrote this trace ({what}, no rank in the file name); "
-                     "pass --rank-map FILE=RANK")
+    raise TraceError(
+        f"{d.path}: cannot tell which rank wrote this trace ({what}, no rank in the file name); "
+        "pass --rank-map FILE=RANK"
+    )
 
 
 def _offset_us(d: DecodedTrace) -> float:
@@ -179,10 +190,15 @@ def _offset_us(d: DecodedTrace) -> float:
     return d.base_ns / 1000.0 if sample < _EPOCH_US_2001 else 0.0
 
 
-def _frame(cols: dict[str, list[object]], *, rank: int, off: float, path: str, host: str | None) -> pl.DataFrame:
+def _frame(
+    cols: dict[str, list[object]], *, rank: int, off: float, path: str, host: str | None
+) -> pl.DataFrame:
     df = pl.DataFrame(cols, strict=False, infer_schema_length=None)
-    exprs: list[pl.Expr] = [pl.lit(rank, dtype=pl.Int64).alias("rank"), pl.lit(path, dtype=pl.Utf8).alias("path"),
-                            pl.lit(host, dtype=pl.Utf8).alias("host")]
+    exprs: list[pl.Expr] = [
+        pl.lit(rank, dtype=pl.Int64).alias("rank"),
+        pl.lit(path, dtype=pl.Utf8).alias("path"),
+        pl.lit(host, dtype=pl.Utf8).alias("host"),
+    ]
     if "ts" in cols:
         exprs.append((pl.col("ts").cast(pl.Float64) + off).alias("ts"))
     if "dur" in cols:
@@ -200,62 +216,129 @@ def _frame(cols: dict[str, list[object]], *, rank: int, off: float, path: str, h
 _TEXT = ("name", "input_dims", "input_type", *COMM_FIELDS)
 
 
-def _build(acc: dict[str, list[pl.DataFrame]], ranks: list[pl.DataFrame],
-           pgs: list[pl.DataFrame], notes: tuple[str, ...]) -> TraceFrames:
+def _build(
+    acc: dict[str, list[pl.DataFrame]],
+    ranks: list[pl.DataFrame],
+    pgs: list[pl.DataFrame],
+    notes: tuple[str, ...],
+) -> TraceFrames:
     gpu, nccl, launches, ops, st = (pl.concat(acc[k], how="vertical_relaxed") for k in _KINDS)
-    kernels = gpu.select("rank", "stream", pl.col("ts").alias("start_us"),
-                         (pl.col("ts") + pl.col("dur")).alias("end_us"), pl.col("is_comm").cast(pl.Boolean))
-    steps = st.select("path", "rank", pl.col("name").cast(pl.Utf8).str.extract(r"#(\d+)").cast(pl.Int64, strict=False).alias("step"),
-                      pl.col("ts").alias("start_us"), (pl.col("ts") + pl.col("dur")).alias("end_us"),
-                      pl.col("dur").alias("dur_us"))
-    colls = pl.concat([collectives_of(nccl, launches, ops, steps), gloo_of(ops, nccl, steps)], how="diagonal_relaxed")
+    kernels = gpu.select(
+        "rank",
+        "stream",
+        pl.col("ts").alias("start_us"),
+        (pl.col("ts") + pl.col("dur")).alias("end_us"),
+        pl.col("is_comm").cast(pl.Boolean),
+    )
+    steps = st.select(
+        "path",
+        "rank",
+        pl.col("name").cast(pl.Utf8).str.extract(r"#(\d+)").cast(pl.Int64, strict=False).alias("step"),
+        pl.col("ts").alias("start_us"),
+        (pl.col("ts") + pl.col("dur")).alias("end_us"),
+        pl.col("dur").alias("dur_us"),
+    )
+    colls = pl.concat(
+        [collectives_of(nccl, launches, ops, steps), gloo_of(ops, nccl, steps)], how="diagonal_relaxed"
+    )
     era = nccl.group_by("rank").agg(
         pl.when(pl.col("name").cast(pl.Utf8).str.starts_with("ncclDevKernel").any())
-        .then(pl.lit("ncclDevKernel")).otherwise(pl.lit("ncclKernel")).alias("kernel_era"))
+        .then(pl.lit("ncclDevKernel"))
+        .otherwise(pl.lit("ncclKernel"))
+        .alias("kernel_era")
+    )
     rk = pl.concat(ranks).drop("kernel_era").join(era, on="rank", how="left")
-    return TraceFrames(collectives=S.conform(colls, S.TRACE_COLLECTIVES).sort("rank", "start_us"),
-                       steps=S.conform(steps, S.TRACE_STEPS), kernels=S.conform(kernels, S.TRACE_KERNELS),
-                       ranks=S.conform(rk, S.TRACE_RANKS).sort("rank"),
-                       pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS),
-                       notes=notes + range_notes(nccl, ops) + _missing_kernel_notes(ops, nccl)
-                       + _unpaired_call_notes(colls))
+    return TraceFrames(
+        collectives=S.conform(colls, S.TRACE_COLLECTIVES).sort("rank", "start_us"),
+        steps=S.conform(steps, S.TRACE_STEPS),
+        kernels=S.conform(kernels, S.TRACE_KERNELS),
+        ranks=S.conform(rk, S.TRACE_RANKS).sort("rank"),
+        pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS),
+        notes=notes + range_notes(nccl, ops) + _missing_kernel_notes(ops, nccl) + _unpaired_call_notes(colls),
+    )
 
 
 def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame) -> tuple[str, ...]:
     if "coll" not in ops.columns or ops.is_empty():
         return ()
-    cpu = ops.filter((pl.col("name") == "record_param_comms") & pl.col("coll").is_not_null()
-                     & (pl.col("coll").cast(pl.Utf8) != "wait")).group_by("path").len("n_cpu")
-    gpu = nccl.group_by("path").len("n_gpu") if nccl.height else pl.DataFrame(
-        {"path": [], "n_gpu": []}, schema={"path": pl.Utf8, "n_gpu": pl.UInt32})
-    gap = cpu.join(gpu, on="path", how="left").with_columns(
-        (pl.col("n_cpu").cast(pl.Int64) - pl.col("n_gpu").fill_null(0).cast(pl.Int64)).alias("n")).filter(pl.col("n") > 0)
-    return tuple(f"{r['path']}: {r['n']} NCCL op(s) on the CPU side have no kernel in the trace (sampled or cut-off "
-                 "trace); they are not lined up" for r in gap.sort("path").iter_rows(named=True))
+    cpu = (
+        ops.filter(
+            (pl.col("name") == "record_param_comms")
+            & pl.col("coll").is_not_null()
+            & (pl.col("coll").cast(pl.Utf8) != "wait")
+        )
+        .group_by("path")
+        .len("n_cpu")
+    )
+    gpu = (
+        nccl.group_by("path").len("n_gpu")
+        if nccl.height
+        else pl.DataFrame({"path": [], "n_gpu": []}, schema={"path": pl.Utf8, "n_gpu": pl.UInt32})
+    )
+    gap = (
+        cpu.join(gpu, on="path", how="left")
+        .with_columns(
+            (pl.col("n_cpu").cast(pl.Int64) - pl.col("n_gpu").fill_null(0).cast(pl.Int64)).alias("n")
+        )
+        .filter(pl.col("n") > 0)
+    )
+    return tuple(
+        f"{r['path']}: {r['n']} NCCL op(s) on the CPU side have no kernel in the trace (sampled or cut-off "
+        "trace); they are not lined up"
+        for r in gap.sort("path").iter_rows(named=True)
+    )
 
 
 def _unpaired_call_notes(colls: pl.DataFrame) -> tuple[str, ...]:
     """Gloo `c10d::<op>` calls with no `gloo:<op>` span to end them (a filtered or cut-off trace)."""
-    gap = (colls.filter((pl.col("source") == "cpu_op") & pl.col("end_us").is_null())
-           .group_by("path").len("n").sort("path"))
-    return tuple(f"{r['path']}: {r['n']} c10d op(s) have no gloo:* span after them: their completion is unknown, "
-                 "so they line up by arrival only" for r in gap.iter_rows(named=True))
+    gap = (
+        colls.filter((pl.col("source") == "cpu_op") & pl.col("end_us").is_null())
+        .group_by("path")
+        .len("n")
+        .sort("path")
+    )
+    return tuple(
+        f"{r['path']}: {r['n']} c10d op(s) have no gloo:* span after them: their completion is unknown, "
+        "so they line up by arrival only"
+        for r in gap.iter_rows(named=True)
+    )
 
 
 def _rank_row(d: DecodedTrace, rank: int, how: str) -> pl.DataFrame:
     dist = d.distributed
     gpu = d.devices[0].get("name") if d.devices else None
-    return pl.DataFrame([{
-        "path": d.path, "rank": rank, "world_size": dist.get("world_size"), "host": d.host,
-        "backend": dist.get("backend"), "nccl_version": dist.get("nccl_version"), "gpu": gpu,
-        "n_gpus": len(d.devices), "base_ns": d.base_ns, "n_events": d.n_events, "kernel_era": None,
-        "rank_from": how,
-    }], schema=S.TRACE_RANKS)
+    return pl.DataFrame(
+        [
+            {
+                "path": d.path,
+                "rank": rank,
+                "world_size": dist.get("world_size"),
+                "host": d.host,
+                "backend": dist.get("backend"),
+                "nccl_version": dist.get("nccl_version"),
+                "gpu": gpu,
+                "n_gpus": len(d.devices),
+                "base_ns": d.base_ns,
+                "n_events": d.n_events,
+                "kernel_era": None,
+                "rank_from": how,
+            }
+        ],
+        schema=S.TRACE_RANKS,
+    )
 
 
 def _pg_rows(d: DecodedTrace, rank: int) -> pl.DataFrame:
     cfg = d.distributed.get("pg_config") or []  # (dicts of typed values: checked by traces.header)
-    rows = [{"rank": rank, "pg_name": str(c["pg_name"]), "pg_desc": c["pg_desc"],
-             "backend_config": c["backend_config"], "pg_size": c["pg_size"],
-             "pg_ranks": str(c["ranks"])} for c in cfg]
+    rows = [
+        {
+            "rank": rank,
+            "pg_name": str(c["pg_name"]),
+            "pg_desc": c["pg_desc"],
+            "backend_config": c["backend_config"],
+            "pg_size": c["pg_size"],
+            "pg_ranks": str(c["ranks"]),
+        }
+        for c in cfg
+    ]
     return pl.DataFrame(rows, schema=S.TRACE_PGS) if rows else S.empty(S.TRACE_PGS)

@@ -65,8 +65,9 @@ class _Worker:
     pos: int = 0  # where its next record starts in `out`
 
 
-def decoded(files: Sequence[str], scratch: Scratch,
-            tuning: Tuning = DEFAULT) -> Generator[DecodedTrace | TraceError, None, None]:
+def decoded(
+    files: Sequence[str], scratch: Scratch, tuning: Tuning = DEFAULT
+) -> Generator[DecodedTrace | TraceError, None, None]:
     """Every file decoded, in order; a file that cannot be used gives its TraceError in its place."""
     runs = _start(files, tuning)  # consecutive runs of files: a worker's, or the caller's (str)
     try:
