@@ -26,7 +26,7 @@ from ncclscope.parse.inputs import STDIN
 from ncclscope.parse.unpack import SNIFFED_BY_POLARS, Prefixed, Unpacked, compression
 from ncclscope.tuning import DEFAULT, Tuning
 
-BLOCK = 16 << 20  # bytes per read (one Polars chunk of lines)
+BLOCK = DEFAULT.read_block_bytes  # bytes per read (one Polars chunk of lines)
 MAX_LINE = 64 << 10  # characters of one line that are parsed; the rest is cut
 PREFETCH_BYTES = 64 << 20  # files up to this size are read ahead, whole, on worker threads
 PREFETCH_BUDGET = 192 << 20  # bytes of files read ahead and not yet handed out, at most

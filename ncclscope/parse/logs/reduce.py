@@ -45,6 +45,17 @@ TABLES: dict[str, S.Schema] = {
 }
 
 
+def compact(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with its text copied out: a few rows filtered from a batch share its string buffers (Polars'
+    string views), and kept across batches they would keep every batch's text alive."""
+    cols = [pl.col(c).str.slice(0) for c, t in df.schema.items() if t == pl.Utf8]
+    return df.with_columns(cols) if cols and df.height else df
+
+
+def _compacted(parts: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return compact(parts[0]), parts[1]
+
+
 @dataclass(frozen=True)
 class Keep:
     """Which per-line frames a reduction keeps besides the facts."""
@@ -91,7 +102,7 @@ class _Acc:
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
-            self.tables.setdefault(name, []).append(df)
+            self.tables.setdefault(name, []).append(compact(df))
 
     # --- one batch ------------------------------------------------------------------------------
     def batch(self, raw: pl.DataFrame) -> None:
@@ -111,7 +122,7 @@ class _Acc:
             mask = pl.repeat(True, rest.height, eager=True)
         self._after(rest.filter(mask), clean.filter(mask))
         if mask.any():
-            self.pending.append(rest.filter(mask))
+            self.pending.append(compact(rest.filter(mask)))
         if not mask.all():
             self._inert(rest.filter(~mask), clean.filter(~mask))
         if sum(p.height for p in self.pending) >= self.tuning.pending_lines:
@@ -134,24 +145,24 @@ class _Acc:
         if self.keep.coll:  # every row kept (on demand, stdin), facts from the rows
             full = collfast.with_heads(rows, heads)
             self.coll_rows.append(full)
-            self.coll_parts.append(FC.part_facts(full.select(list(FC.ROWS))))
-            self.streams.append(streams.part(full))
+            self.coll_parts.append(_compacted(FC.part_facts(full.select(list(FC.ROWS)))))
+            self.streams.append(compact(streams.part(full)))
             return
         procs, seqs, parts = collfacts.facts(rows, heads)
-        self.coll_parts.append((procs, seqs))
-        self.streams.append(parts)
+        self.coll_parts.append((compact(procs), seqs))
+        self.streams.append(compact(parts))
 
     def _coll(self, coll: pl.DataFrame) -> None:
         """COLL rows of the general path (schema.COLLECTIVES), counted with the other families."""
         self.coll_lines += coll.height
-        self.coll_parts.append(FC.part_facts(coll.select(list(FC.ROWS))))
+        self.coll_parts.append(_compacted(FC.part_facts(coll.select(list(FC.ROWS)))))
         if self.keep.coll:
             self.coll_rows.append(S.conform(coll, S.COLLECTIVES))
 
     def _after(self, cand: pl.DataFrame, clean: pl.Series) -> None:
         le = clean.str.contains(evidence.LAST_ERROR, literal=True)
         if le.any():
-            self.after.append(cand.filter(le).select("path", pl.col("line") + 1))
+            self.after.append(compact(cand.filter(le).select("path", pl.col("line") + 1)))
 
     def _after_frame(self) -> pl.DataFrame:
         if not self.after:
@@ -160,7 +171,7 @@ class _Acc:
 
     def _inert(self, raw: pl.DataFrame, clean: pl.Series) -> None:
         rows = inert.rows(raw, clean)
-        self.streams.append(streams.part(rows, pid=False))
+        self.streams.append(compact(streams.part(rows, pid=False)))
         live = (
             rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
         )
@@ -172,7 +183,7 @@ class _Acc:
             self.add("unknown", unknown)
             return
         self.add("unknown", evidence.kept(unknown, self._after_frame(), patterns=patterns))
-        self.ends.append(evidence.ends(unknown))
+        self.ends.append(compact(evidence.ends(unknown)))
 
     # --- the general path, once per gathered set of candidate lines ------------------------------
     def flush(self, *, final: bool = True) -> None:
@@ -187,7 +198,7 @@ class _Acc:
         df, folded = rejoin.rejoin(df, self.widths)
         for path, n in folded.items():
             self.rejoined[path] = self.rejoined.get(path, 0) + n
-        self.streams.append(streams.part(df))
+        self.streams.append(compact(streams.part(df)))
         live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
         matched, rest = match_families(live)
         for name, part in matched.tables.items():
