@@ -65,7 +65,8 @@ def in_order(df: pl.DataFrame) -> bool:
     return bool(ok)
 
 
-_TABLES = (
+# Every per-line log table, in report order: the one list the notebook, tests and tools read.
+LOG_TABLES = (
     "inits",
     "versions",
     "env",
@@ -130,4 +131,4 @@ class LogFrames:
         return self.unknown if self.unknown_count is None else self._full.unknown
 
     def table_names(self) -> list[str]:
-        return list(_TABLES)
+        return list(LOG_TABLES)

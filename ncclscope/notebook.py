@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from ncclscope.frames import LOG_TABLES
 from ncclscope.records import Finding
 from ncclscope.session import Session, analyze
 
@@ -27,22 +28,6 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 PathLike = str | os.PathLike[str]
-LOG_TABLES = (
-    "inits",
-    "versions",
-    "env",
-    "network",
-    "rings",
-    "connections",
-    "channels",
-    "warnings",
-    "trail",
-    "collectives",
-    "torch",
-    "known",
-    "unknown",
-    "streams",
-)
 
 
 def _progress() -> Callable[[str], None]:
