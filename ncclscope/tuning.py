@@ -17,7 +17,7 @@ class Tuning:
     """Knobs of the read and parse stages (sizes in bytes unless the name says otherwise)."""
 
     # --- log reader -------------------------------------------------------------------------------
-    read_block_bytes: int = 4 << 20  # bytes per read (one Polars chunk of lines; bigger blocks: more held RSS)
+    read_block_bytes: int = 4 << 20  # bytes per read (one Polars chunk of lines; bigger: more RSS held)
     max_line_chars: int = 64 << 10  # characters of one line that are parsed; the rest is cut
     prefetch_bytes: int = 64 << 20  # files up to this size are read ahead, whole, on worker threads
     prefetch_budget_bytes: int = 192 << 20  # bytes read ahead and not yet handed out, at most
