@@ -12,7 +12,8 @@ of an older commit) and the loop (`for line in file: COLL.search(line)`: the gra
 named fields, compiled once). Runs alternate tool by tool, round by round, so all see the same load: on a shared
 box compare ratios from one run. Per input and tool: MB/s of the median wall time of `--repeat` runs, CPU
 seconds (user+sys, children included), peak RSS of the process tree (sampled every 5 ms) and the largest single
-process (ru_maxrss). `--growth` runs this tree once on mixed logs of 250 MB to 2 GB for the memory curve.
+process (ru_maxrss); RSS also without mapped file pages (RssAnon: a reader that maps a file counts its
+pages). `--growth` runs this tree once on mixed logs of 250 MB to 2 GB for the memory curve.
 
     python bench/bench_analyze.py                                  # all four inputs, this tree vs the loop
     python bench/bench_analyze.py --ab /tmp/perf_base              # and against a baseline tree, interleaved
@@ -82,13 +83,14 @@ def ensure(kind: str, ranks: int, coll: int, mixed: str) -> Path:
     return out
 
 
-def _tree_rss_kb(root: int) -> int:
+def _tree_rss_kb(root: int, field: str = "VmRSS:") -> int:
+    """Summed resident memory of a process tree: VmRSS, or RssAnon (without mapped file pages)."""
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
         try:
             with open(f"/proc/{pid}/status") as fh:
-                total += next((int(x.split()[1]) for x in fh if x.startswith("VmRSS:")), 0)
+                total += next((int(x.split()[1]) for x in fh if x.startswith(field)), 0)
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children") as fh:
                     todo.extend(int(c) for c in fh.read().split())
@@ -102,12 +104,13 @@ def run(cmd: list[str], env: dict[str, str]) -> dict[str, object]:
     errf = tempfile.TemporaryFile()  # noqa: SIM115 - read after the child ends, closed with the frame
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, env=env, cwd=tempfile.gettempdir())
-    peak = [0]
+    peak = [0, 0]
     done = threading.Event()
 
     def sample() -> None:  # not p.poll(): that would reap the child before wait4 reads its rusage
         while not done.is_set():
             peak[0] = max(peak[0], _tree_rss_kb(p.pid))
+            peak[1] = max(peak[1], _tree_rss_kb(p.pid, "RssAnon:"))
             time.sleep(0.005)
 
     th = threading.Thread(target=sample, daemon=True)
@@ -126,6 +129,7 @@ def run(cmd: list[str], env: dict[str, str]) -> dict[str, object]:
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "tree_rss_mib": peak[0] / 1024,
+        "tree_anon_mib": peak[1] / 1024,
         "maxrss_mib": usage.ru_maxrss / 1024,
         "stdout": out,
     }
@@ -170,7 +174,8 @@ def bench_input(kind: str, folder: Path, base: Path | None, repeat: int) -> dict
             runs.setdefault(name, []).append(r)
             print(
                 f"  {kind} run {i + 1} {name}: {r['wall_s']:.2f} s wall, {r['cpu_s']:.2f} s CPU, "
-                f"tree RSS {r['tree_rss_mib']:.0f} MiB, load {os.getloadavg()[0]:.1f}",
+                f"tree RSS {r['tree_rss_mib']:.0f} MiB (anonymous {r['tree_anon_mib']:.0f}), "
+                f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     res: dict[str, object] = {"input": kind, "mb": size / 1e6, "files": len(files)}
@@ -181,6 +186,7 @@ def bench_input(kind: str, folder: Path, base: Path | None, repeat: int) -> dict
             "wall_s": wall,
             "cpu_s": statistics.median(float(r["cpu_s"]) for r in rs),  # type: ignore[arg-type]
             "tree_rss_mib": max(float(r["tree_rss_mib"]) for r in rs),  # type: ignore[arg-type]
+            "tree_anon_mib": max(float(r["tree_anon_mib"]) for r in rs),  # type: ignore[arg-type]
             "maxrss_mib": max(float(r["maxrss_mib"]) for r in rs),
         }  # type: ignore[arg-type]
     if "base" in runs:
@@ -216,26 +222,28 @@ def growth(sizes: list[str]) -> list[dict[str, object]]:
                 "wall_s": r["wall_s"],
                 "cpu_s": r["cpu_s"],
                 "tree_rss_mib": r["tree_rss_mib"],
+                "tree_anon_mib": r["tree_anon_mib"],
                 "maxrss_mib": r["maxrss_mib"],
                 "ib_warns_found": _ib_cited(r["stdout"]),
             }
         )  # type: ignore[arg-type]
         print(
-            f"  growth {s}: {mb:.0f} MB, {r['wall_s']:.1f} s wall, tree RSS {r['tree_rss_mib']:.0f} MiB",
+            f"  growth {s}: {mb:.0f} MB, {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, tree RSS "
+            f"{r['tree_rss_mib']:.0f} MiB (anonymous {r['tree_anon_mib']:.0f}), load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
     return out
 
 
 def _report(results: list[dict[str, object]]) -> None:
-    print("\ninput | MB | tool | MB/s (median wall) | CPU s | tree RSS MiB | maxrss MiB")
+    print("\ninput | MB | tool | MB/s (median wall) | CPU s | tree RSS MiB (anonymous) | maxrss MiB")
     for r in results:
         for name in ("base", "this", "loop"):
             m = r.get(name)
             if isinstance(m, dict):
                 print(
                     f"{r['input']} | {r['mb']:.0f} | {name} | {m['mb_s']:.1f} | {m['cpu_s']:.2f} | "
-                    f"{m['tree_rss_mib']:.0f} | {m['maxrss_mib']:.0f}"
+                    f"{m['tree_rss_mib']:.0f} ({m['tree_anon_mib']:.0f}) | {m['maxrss_mib']:.0f}"
                 )
         this, loop, base = r["this"], r["loop"], r.get("base")
         line = f"  {r['input']}: this / loop = {this['mb_s'] / loop['mb_s']:.2f}x"  # type: ignore[index]

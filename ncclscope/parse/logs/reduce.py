@@ -48,7 +48,8 @@ TABLES: dict[str, S.Schema] = {
 def compact(df: pl.DataFrame) -> pl.DataFrame:
     """`df` with its text copied out: a few rows filtered from a batch share its string buffers (Polars'
     string views), and kept across batches they would keep every batch's text alive."""
-    cols = [pl.col(c).str.slice(0) for c, t in df.schema.items() if t == pl.Utf8]
+    # (a view's slice is a view into the same buffer: only a new string copies its bytes out)
+    cols = [pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c, t in df.schema.items() if t == pl.Utf8]
     return df.with_columns(cols) if cols and df.height else df
 
 
