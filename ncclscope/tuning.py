@@ -19,9 +19,6 @@ class Tuning:
     # --- log reader -------------------------------------------------------------------------------
     read_block_bytes: int = 4 << 20  # bytes per read (one Polars chunk of lines; bigger: more RSS held)
     max_line_chars: int = 64 << 10  # characters of one line that are parsed; the rest is cut
-    prefetch_bytes: int = 64 << 20  # files up to this size are read ahead, whole, on worker threads
-    prefetch_budget_bytes: int = 192 << 20  # bytes read ahead and not yet handed out, at most
-    prefetch_workers: int = 2
     # --- log parser -------------------------------------------------------------------------------
     batch_lines: int = 125_000  # lines parsed together (per-call costs vs. memory held per process)
     pending_lines: int = 250_000  # lines left for the general path, gathered across batches

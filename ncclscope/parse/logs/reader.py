@@ -10,12 +10,9 @@ problem becomes one counted note.
 from __future__ import annotations
 
 import os
-import queue
 import sys
-import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -28,9 +25,6 @@ from ncclscope.tuning import DEFAULT, Tuning
 
 BLOCK = DEFAULT.read_block_bytes  # bytes per read (one Polars chunk of lines)
 MAX_LINE = 64 << 10  # characters of one line that are parsed; the rest is cut
-PREFETCH_BYTES = 64 << 20  # files up to this size are read ahead, whole, on worker threads
-PREFETCH_BUDGET = 192 << 20  # bytes of files read ahead and not yet handed out, at most
-PREFETCH_WORKERS = 2
 
 
 @dataclass
@@ -193,107 +187,9 @@ def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iter
         yield df
 
 
-def _whole(path: str, tuning: Tuning = DEFAULT) -> tuple[list[pl.DataFrame], ReadStats]:
-    stats = ReadStats()
-    return list(read_chunks(path, stats, tuning)), stats
-
-
-_DONE = object()
-
-
-def _behind(chunks: Iterator[pl.DataFrame], depth: int = 2) -> Iterator[pl.DataFrame]:
-    """The chunks of one big input, read `depth` blocks ahead on a thread (memory stays bounded).
-
-    An error while reading is raised here, in order, after the chunks read before it.
-    """
-    q: queue.Queue[object] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False  # the consumer has gone
-
-    def work() -> None:
-        try:
-            for chunk in chunks:
-                if not put(chunk):
-                    return
-            put(_DONE)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            put(e)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()  # the file is closed on this thread, however the consumer stopped
-
-    t = threading.Thread(target=work, name="ncclscope-read-big", daemon=True)
-    t.start()
-    try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, pl.DataFrame)
-            yield item
-    finally:
-        stop.set()
-        t.join()
-
-
-def _size(path: str, limit: int = PREFETCH_BYTES) -> int | None:
-    """Size of a regular file small enough to read ahead, else None."""
-    size = file_size(path)
-    return size if size is not None and size <= limit else None
-
-
 def file_size(path: str) -> int | None:
     """Size of a regular file, None for stdin or what cannot be stat'ed (read in order, errors reported there)."""
     try:
         return os.stat(path).st_size if path != STDIN else None
     except OSError:
         return None
-
-
-def read_many(
-    paths: Sequence[str], tuning: Tuning = DEFAULT
-) -> Iterator[tuple[str, Iterable[pl.DataFrame], ReadStats]]:
-    """(path, its chunks, its stats) for every input in order; consume the chunks before the stats.
-
-    Small files (`tuning.prefetch_bytes`) are read ahead, whole, on worker threads, up to
-    `tuning.prefetch_budget_bytes` (file reads and Polars' line split release the GIL, so reading
-    overlaps parsing); big files, stdin and files that cannot be stat'ed are streamed in their turn, a
-    few blocks ahead (`_behind`).
-    """
-    sizes = [_size(p, tuning.prefetch_bytes) for p in paths]
-    budget = tuning.prefetch_budget_bytes
-    with ThreadPoolExecutor(
-        max_workers=max(1, tuning.prefetch_workers), thread_name_prefix="ncclscope-read"
-    ) as pool:
-        ahead: dict[int, Future[tuple[list[pl.DataFrame], ReadStats]]] = {}
-        nxt = held = 0
-        for i, path in enumerate(paths):
-            nxt = max(nxt, i)
-            while nxt < len(paths) and (nxt == i or held + (sizes[nxt] or 0) <= budget):
-                size = sizes[nxt]
-                if size is None:
-                    if nxt > i:
-                        break  # a big file: read it in order, then go on ahead
-                else:
-                    ahead[nxt] = pool.submit(_whole, paths[nxt], tuning)
-                    held += size
-                nxt += 1
-            fut = ahead.pop(i, None)
-            if fut is None:
-                stats = ReadStats()
-                yield path, _behind(read_chunks(path, stats, tuning)), stats
-                continue
-            chunks, stats = fut.result()
-            held -= sizes[i] or 0
-            yield path, chunks, stats
