@@ -8,6 +8,7 @@ it; prefixes and wrappers likewise; and the Polars engine gives the same frames 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 from pathlib import Path
 
@@ -151,3 +152,101 @@ def test_coll_dedup_path_equals_plain_matching(
     plain = read_logs(bench_logs, tuning=general)
     assert fast.collectives.height == 12 * 6 - 3
     assert_frame_equal(fast.collectives, plain.collectives, check_row_order=False)
+
+
+def _random_lines(rng: random.Random, n: int) -> list[str]:
+    """Seeded lines of the families a big log holds many of, with the values real jobs vary."""
+
+    def ptr() -> str:
+        return rng.choice(["(nil)", f"0x{rng.getrandbits(rng.randrange(8, 48)):x}"])
+
+    def ranks() -> int:
+        return rng.choice([1, 2, 8, 64, 1024, 16384])
+
+    makers = [
+        lambda: (
+            f"{rng.choice(['AllReduce', 'AllGather', 'Send', 'Recv', 'ReduceScatter'])}: opCount "
+            f"{rng.getrandbits(rng.randrange(1, 70)):x} sendbuff {ptr()} recvbuff {ptr()} count {rng.randrange(10**12)} "
+            f"datatype {rng.randrange(12)} op {rng.randrange(6)} root {rng.randrange(-1, 9)} comm {ptr()} "
+            f"[nranks={ranks()}] stream {ptr()}"
+        ),
+        lambda: (
+            f"Channel {rng.randrange(64):02d}/{rng.randrange(4)} : {rng.randrange(2048)}[{rng.randrange(8)}] -> "
+            f"{rng.randrange(2048)}[{rng.randrange(8)}]{rng.choice(['', ' [send]', ' [receive]'])} via "
+            f"{rng.choice(['P2P/CUMEM/read', 'P2P/IPC', 'NET/IB/0/GDRDMA', 'NET/Socket/1', 'SHM/direct/direct'])}"
+        ),
+        lambda: (
+            f"Ring {rng.randrange(64):02d} : {rng.randrange(2048)} -> {rng.randrange(2048)} -> {rng.randrange(2048)}"
+        ),
+        lambda: (
+            "Trees"
+            + "".join(
+                f" [{c}] {rng.randrange(-1, 99)}/{rng.randrange(-1, 99)}/-1->{rng.randrange(99)}->"
+                f"{rng.randrange(-1, 99)}"
+                for c in range(rng.randrange(1, 5))
+            )
+        ),
+        lambda: (
+            f"ncclCommInitRank comm {ptr()} rank {rng.randrange(2048)} nranks {ranks()} cudaDev {rng.randrange(8)} "
+            f"nvmlDev {rng.randrange(8)} busId {rng.getrandbits(20):x} commId 0x{rng.getrandbits(64):x} - Init "
+            f"{rng.choice(['START', 'COMPLETE'])}"
+        ),
+        lambda: (
+            f"comm {ptr()} rank {rng.randrange(2048)} nRanks {ranks()} nNodes {rng.randrange(1, 512)} "
+            f"localRanks {rng.randrange(1, 9)} localRank {rng.randrange(8)} MNNVL {rng.randrange(2)}"
+        ),
+        lambda: (
+            f"{rng.randrange(1, 33)} coll channels, {rng.randrange(33)} collnet channels, {rng.randrange(33)} nvls "
+            f"channels, {rng.randrange(1, 33)} p2p channels, {rng.randrange(1, 9)} p2p channels per peer"
+        ),
+        lambda: (
+            f"NET/IB : Got completion from peer 10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)}"
+            f"<{rng.randrange(65536)}> with status={rng.randrange(22)} opcode={rng.randrange(256)} len={rng.randrange(10**6)} "
+            f"vendor err {rng.randrange(256)} (Recv)"
+        ),
+        lambda: (
+            f"{rng.choice(['init.cc', 'transport/net.cc', 'group.cc'])}:{rng.randrange(5000)} -> {rng.randrange(8)}"
+        ),
+    ]
+    return [rng.choice(makers)() for _ in range(n)]
+
+
+def test_lark_and_regex_agree_on_random_high_volume_lines() -> None:
+    """Seeded random lines of every high-volume family: the compiled regexes give Lark's family and fields."""
+    msgs = sorted(set(_random_lines(random.Random(11), 3000)))
+    assert _check_messages(msgs) == []
+    fams = {match.family_patterns()[i][0] for m in msgs if (i := match.first_family(m)) is not None}
+    assert {
+        "coll",
+        "conn",
+        "ring_neighbors",
+        "trees",
+        "init",
+        "comm_topo",
+        "channel_summary",
+        "ib_completion",
+        "trail",
+    } <= fams
+
+
+def test_fast_paths_agree_on_random_high_volume_lines(tmp_path: Path) -> None:
+    """The same lines as a log (prefixes, launcher tags): field by field and inert rejection change no frame."""
+    rng = random.Random(12)
+    tags = ["", "[rank3]:", "17: ", "[1,5]<stdout>:"]
+    lines = []
+    for msg in _random_lines(rng, 3000):
+        level = "WARN" if msg.startswith("NET/IB") else "INFO"
+        lines.append(
+            f"{rng.choice(tags)}host-{rng.randrange(4)}:{rng.randrange(1, 9)}:{rng.randrange(1, 9)} "
+            f"[{rng.randrange(8)}] NCCL {level} {msg}"
+        )
+        if rng.random() < 0.3:
+            lines.append(
+                f"{rng.choice(tags)}epoch {rng.randrange(9)} step {rng.randrange(10**5)} loss {rng.random():.4f}"
+            )
+    path = tmp_path / "random.log"
+    path.write_text("\n".join(lines) + "\n")
+    fast, plain = read_logs([str(path)]), read_logs([str(path)], tuning=Tuning(fast_paths=False))
+    assert fast.coverage == plain.coverage and fast.coverage.unknown == 0
+    for name in fast.table_names():
+        assert_frame_equal(getattr(fast, name), getattr(plain, name))
