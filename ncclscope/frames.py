@@ -105,6 +105,7 @@ class LogFrames:
     inputs: tuple[InputInfo, ...] = ()
     coverage: Coverage = Coverage()
     notes: tuple[str, ...] = ()  # counted warnings about the input (skipped binary runs, truncated gzip, …)
+    nccltests_marked: frozenset[str] = frozenset()  # inputs with a line holding an nccl-tests marker
     # The per-line frames are read again on demand (`collectives`, and `unknown_lines` for big inputs).
     unknown_count: int | None = None  # rows of `unknown_lines` when `unknown` holds only the evidence
     rebuild: Callable[[], FullFrames] | None = None

@@ -71,10 +71,10 @@ def analyze(
     logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()
     logs = distrust_subseconds(logs)  # NCCL 2.26.2 misprints sub-second timestamps
     ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
-    # nccl-tests output: its table in any text input (read again only where a byte search finds it), and
-    # `-J` JSON reports, which the classifier sends to the traces.
+    # nccl-tests output: its table in any text input (read again only where the log reader saw a marker),
+    # and `-J` JSON reports, which the classifier sends to the traces.
     reports = [p for p in inputs.traces if looks_like_json_report(p)]
-    nccltests = read_nccltests([*inputs.logs, *reports])
+    nccltests = read_nccltests([*inputs.logs, *reports], marked=logs.nccltests_marked)
     # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
     trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
     traces = (

@@ -288,3 +288,23 @@ def test_hostile_numbers_become_unknown(tmp_path: Path) -> None:
     j.write_text(json.dumps(doc).replace("Infinity", "1e400"))
     r = read_nccltests([str(j)]).results
     assert r["size_bytes"].to_list() == [None] and r["busbw_gbps"].to_list() == [None]
+
+
+def test_log_reader_notes_the_inputs_with_markers(tmp_path: Path) -> None:
+    """The analysis does not scan inputs again: the log reader names those with a marker line, and only
+    those are read by nccl-tests' reader (same results as its own byte search)."""
+    from ncclscope.parse.logs.read import read_logs
+    from ncclscope.tuning import Tuning
+
+    plain = sorted((SAMPLES / "logs").glob("*.log"))[:3]
+    tests = [NT / n for n in EXPECTED]
+    wrapped = tmp_path / "wrapped.log"  # a marker deep inside application output and ANSI colour
+    wrapped.write_text("x\n" * 50_000 + "\x1b[1m#  nThread 1 nGpus 1 minBytes 8\x1b[0m\n")
+    paths = [str(p) for p in [*plain, *tests, wrapped]]
+    for fast in (True, False):  # the fast paths' candidate pass and the general path alone
+        logs = read_logs(paths, tuning=Tuning(fast_paths=fast))
+        assert logs.nccltests_marked == frozenset(str(p) for p in [*tests, wrapped])
+        assert logs.nccltests_marked == frozenset(p for p in paths if has_nccltests(p))
+    a = read_nccltests(paths, marked=logs.nccltests_marked)
+    b = read_nccltests(paths)
+    assert a.paths == b.paths and a.results.equals(b.results) and a.summary.equals(b.summary)

@@ -7,7 +7,7 @@ says a pattern may claim it (`candidates`):
 - it may carry an NCCL prefix: every prefix rule ends in a level word after `NCCL ` or a `[dev] `
   (or, NCCL 2.2, `file:line WARN`), so a line without one has none;
 - it holds a needle (`needles`) of a grammar family, of the PyTorch anchor, of PyTorch's message
-  catalog, or of an evidence pattern (`evidence.KEEP`), or a `Last error`;
+  catalog, or of an evidence pattern (`evidence.KEEP`), a `Last error`, or an nccl-tests marker;
 - it is one of the `rejoin.MAX_RUN` lines after a line that may carry a prefix (a wrapped paste).
 
 Every other line is inert: an unknown row that only the stream table (rank tag, timestamp) and the
@@ -29,6 +29,7 @@ from ncclscope.parse.logs.catalog import torch_needles
 from ncclscope.parse.logs.peel import MAX_TEXT
 from ncclscope.parse.logs.rejoin import MAX_RUN
 from ncclscope.parse.logs.runtime_lines import ANCHOR
+from ncclscope.parse.nccltests.markers import MARKERS
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).
 PREFIX_POSSIBLE = r"(?:NCCL |\d\] ).*(?:INFO|WARN|CALL|TRACE|ABORT)|\d WARN"
@@ -47,7 +48,8 @@ def needle_set() -> frozenset[str]:
     found = needles.cached(pats)
     if any(f is None for f in found):  # a pattern without needles: every line is a candidate
         return frozenset({""})
-    return frozenset().union(*[f for f in found if f]) | frozenset(torch_needles()) | {evidence.LAST_ERROR}
+    extra = {evidence.LAST_ERROR, *MARKERS}  # nccl-tests' markers: the reader notes which inputs hold one
+    return frozenset().union(*[f for f in found if f]) | frozenset(torch_needles()) | extra
 
 
 @functools.cache

@@ -44,6 +44,7 @@ def _shift(f: PieceFacts, by: int) -> PieceFacts:
         f.rejoined,
         f.stats,
         f.error,
+        f.marked,
     )
 
 
@@ -133,3 +134,4 @@ class Merged:
         self.unknown_count = sum(f.unknown_count for f in ordered)
         c = [sum(f.cov[i] for f in ordered) for i in range(4)]
         self.coverage = Coverage(*c)
+        self.marked = frozenset().union(*[f.marked for f in ordered])

@@ -91,6 +91,7 @@ def read_logs(
         inputs=tuple(m.inputs),
         coverage=m.coverage,
         notes=m.notes,
+        nccltests_marked=m.marked - {STDIN},
         unknown_count=None if keep.unknown else m.unknown_count,
         rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning),
     )

@@ -27,6 +27,7 @@ from ncclscope.parse.logs.pieces import Piece, read_segment
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import ReadStats
 from ncclscope.parse.logs.runtime_rows import torch_rows
+from ncclscope.parse.nccltests.markers import MARKERS_RX
 from ncclscope.tuning import DEFAULT, Tuning
 
 TABLES: dict[str, S.Schema] = {
@@ -81,6 +82,7 @@ class PieceFacts:
     rejoined: dict[str, int]
     stats: list[tuple[str, int, ReadStats]]  # (path, segment part, its read stats)
     error: InputError | None = None
+    marked: frozenset[str] = frozenset()  # inputs with a line holding an nccl-tests marker
 
 
 @dataclass
@@ -100,6 +102,7 @@ class _Acc:
     unknown_count: int = 0
     cov: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     rejoined: dict[str, int] = field(default_factory=dict)
+    marked: set[str] = field(default_factory=set)
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
@@ -122,6 +125,7 @@ class _Acc:
         else:
             mask = pl.repeat(True, rest.height, eager=True)
         self._after(rest.filter(mask), clean.filter(mask))
+        self._marked(rest.filter(mask))
         if mask.any():
             self.pending.append(compact(rest.filter(mask)))
         if not mask.all():
@@ -164,6 +168,12 @@ class _Acc:
         le = clean.str.contains(evidence.LAST_ERROR, literal=True)
         if le.any():
             self.after.append(compact(cand.filter(le).select("path", pl.col("line") + 1)))
+
+    def _marked(self, cand: pl.DataFrame) -> None:
+        """Inputs holding an nccl-tests marker (a needle: such lines are candidates; no COLL line holds one)."""
+        hit = cand.filter(pl.col("raw").str.contains(MARKERS_RX))
+        if hit.height:
+            self.marked.update(hit["path"].unique().to_list())
 
     def _after_frame(self) -> pl.DataFrame:
         if not self.after:
@@ -260,6 +270,7 @@ class _Acc:
             self.rejoined,
             stats,
             error,
+            frozenset(self.marked),
         )
 
 

@@ -1,7 +1,8 @@
 """Parse stage, nccl-tests: read text outputs and `-J` JSON reports into `NcclTestsFrames`.
 
-A text file is read only when a cheap byte search finds nccl-tests' table or header in it, so running
-the reader over every log of an analysis costs one scan of the files that hold no nccl-tests output.
+A text file is read only when it holds one of nccl-tests' markers (`markers.py`): the log reader notes
+which inputs do as it reads them (`LogFrames.nccltests_marked`), so the analysis reads no file twice to
+look; called on its own, this reader searches each file's bytes for them.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import mmap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -17,11 +18,11 @@ import polars as pl
 from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.parse.nccltests.json_doc import frames_from_json, looks_like_json_report
+from ncclscope.parse.nccltests.markers import MARKERS
 from ncclscope.parse.nccltests.text import parse_text
 from ncclscope.parse.unpack import read_all
 
-# Every nccl-tests table header names the column, every run header starts with `nThread`.
-_MARKERS = (b"busbw", b"nThread ", b"Avg bus bandwidth")
+_MARKERS = tuple(m.encode() for m in MARKERS)
 _GZ_SCAN = 8 << 20  # bytes of a .gz file decompressed to look for a marker
 
 
@@ -67,8 +68,11 @@ def _read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def read_nccltests(paths: Sequence[str]) -> NcclTestsFrames:
-    """nccl-tests frames of every path that holds nccl-tests output; other paths are skipped silently."""
+def read_nccltests(paths: Sequence[str], marked: Collection[str] | None = None) -> NcclTestsFrames:
+    """nccl-tests frames of every path that holds nccl-tests output; other paths are skipped silently.
+
+    `marked`: the text inputs known to hold a marker line (the log reader's `LogFrames.nccltests_marked`);
+    a text input outside it is skipped without being read again. None: each text input is searched."""
     parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
     used: list[str] = []
     notes: list[str] = []
@@ -78,7 +82,7 @@ def read_nccltests(paths: Sequence[str]) -> NcclTestsFrames:
                 with open(path, "rb") as fh:
                     doc = json.loads(fh.read())
                 f = frames_from_json(path, doc)
-            elif _contains_marker(path):
+            elif path in marked if marked is not None else _contains_marker(path):
                 f = parse_text(path, _read_text(path))
             else:
                 continue
