@@ -146,7 +146,7 @@ CASES: dict[str, Case] = {
     "log-ring-order": lambda d: (
         ["analyze", _log(d, f"node-00:100:100 [0] NCCL INFO Channel 00/02 :    0 {BIG}   2\n")],
         None,
-        (),
+        ("1 value(s) of field order beyond 64 bits",),
     ),
     "log-trees": lambda d: (
         [
@@ -154,7 +154,7 @@ CASES: dict[str, Case] = {
             _log(d, f"node-00:100:100 [0] NCCL INFO Trees [0] {BIG}/-1/-1->0->-1 [1] -1/-1/-1->0->1\n"),
         ],
         None,
-        (),
+        ("1 value(s) of field tree_down beyond 64 bits",),
     ),
     "log-watchdog-seqnum": lambda d: (
         [
@@ -168,7 +168,7 @@ CASES: dict[str, Case] = {
             ),
         ],
         None,
-        (),
+        ("1 value(s) of field seq beyond 64 bits",),
     ),
     "trace-base-time": lambda d: (
         ["analyze", "--trace", _trace(d, trace(baseTimeNanoseconds=BIG))],

@@ -9,7 +9,8 @@ search and the fields cut out between them. The head before ` NCCL INFO ` (wrapp
 repeats for every line of a thread; each distinct head goes through the general prefix and wrapper
 patterns once (`peel.parse_heads`). Lines that do not fit this plan exactly (another ` NCCL ` on the
 line, a literal met in the head, text after the stream pointer, ANSI residue or trailing blanks in the
-head, non-ASCII text, longer than MAX_TEXT) are left to the general path, which gives the same rows.
+head, non-ASCII text, longer than MAX_TEXT, a number beyond 64 bits) are left to the general path, which
+gives the same rows (and counts a note on the number).
 """
 
 from __future__ import annotations
@@ -136,7 +137,9 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     if rows.is_empty():
         return raw.clear(), _no_heads(), raw
     heads = peel.parse_heads(rows["_head"].unique())
-    heads = heads.filter(~pl.col("_head").str.contains(_DIRTY))
+    # (a prefix field out of range goes the general path's way too: it counts a note on it)
+    heads = heads.filter(~pl.col("_head").str.contains(_DIRTY) & (pl.col(peel.OVF_PREFIX) == ""))
+    heads = heads.drop(peel.OVF_PREFIX)
     if heads.height < rows["_head"].n_unique():
         rows = rows.filter(pl.col("_head").is_in(heads["_head"].implode()))
     rest = (
@@ -156,7 +159,11 @@ def _all(c: pl.LazyFrame, fields: tuple[str, ...], start: pl.Expr) -> pl.DataFra
         .unnest("_g")
         .filter(pl.col("op").is_not_null())
     )
-    return rows.with_columns([_typed(pl.col(f), f) for f in fields]).collect()
+    ints = [
+        f for f in fields if S.COLLECTIVES[f] == pl.Int64
+    ]  # every field is there: the rule has no optional one
+    typed = rows.with_columns([_typed(pl.col(f), f) for f in fields])
+    return typed.filter(pl.all_horizontal([pl.col(f).is_not_null() for f in ints])).collect()
 
 
 def _facts(c: pl.LazyFrame, split: str, start: pl.Expr) -> pl.DataFrame:
@@ -184,10 +191,12 @@ def _facts(c: pl.LazyFrame, split: str, start: pl.Expr) -> pl.DataFrame:
     tails = tails.with_columns(
         pl.col("_tail").str.extract_groups(message_regex(False, "tail")).alias("_g")
     ).unnest("_g")
+    fits = pl.all_horizontal([e.is_not_null() for e in sig_fields(pl.col("_sig"), pl.col("_comm"))])
     rows = rows.join(
-        tails.filter(pl.col("_sig").is_not_null()), on="_tail", how="inner", maintain_order="left"
+        tails.filter(pl.col("_sig").is_not_null() & fits), on="_tail", how="inner", maintain_order="left"
     )
-    return rows.drop("_tail").with_columns(_typed(pl.col("op_count"), "op_count"))
+    rows = rows.drop("_tail").with_columns(_typed(pl.col("op_count"), "op_count"))
+    return rows.filter(pl.col("op_count").is_not_null())
 
 
 def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:

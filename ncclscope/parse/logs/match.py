@@ -153,6 +153,7 @@ class Matched:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     lines: int = 0  # lines recognised by a family
     bare_lines: int = 0  # of which had no NCCL prefix (banner, `Last error:` texts)
+    overflow: list[pl.DataFrame] = field(default_factory=list)  # `transform.overflow` of each family's rows
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height == 0:
@@ -164,8 +165,10 @@ class Matched:
         fam = family_patterns()[fam_index][0]
         self.lines += hit.height
         self.bare_lines += hit.height - int(hit["prefixed"].sum())
-        table, rows = to_table(fam, hit)
+        table, rows, bad = to_table(fam, hit)
         self.add(table, rows)
+        if bad.height:
+            self.overflow.append(bad)
         if table != "warnings":
             warn = hit.filter(pl.col("level") == "WARN")
             if warn.height:

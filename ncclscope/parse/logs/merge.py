@@ -45,6 +45,7 @@ def _shift(f: PieceFacts, by: int) -> PieceFacts:
         f.stats,
         f.error,
         f.marked,
+        f.overflow,
     )
 
 
@@ -94,6 +95,17 @@ def _table(parts: list[pl.DataFrame], schema: S.Schema) -> pl.DataFrame:
     return df if in_order(df) else df.sort(["path", "line"], maintain_order=True)
 
 
+def _overflow_notes(facts: Sequence[PieceFacts]) -> list[str]:
+    parts = [f.overflow for f in facts if f.overflow is not None and f.overflow.height]
+    if not parts:
+        return []
+    per = pl.concat(parts).group_by("path", "field", maintain_order=True).agg(pl.col("n").sum())
+    return [
+        f"{path}: {n} value(s) of field {field} beyond 64 bits or not a number; kept as null"
+        for path, field, n in per.iter_rows()
+    ]
+
+
 class Merged:
     """Every piece's facts combined (see the module docstring)."""
 
@@ -111,7 +123,9 @@ class Merged:
             for p, n in f.rejoined.items():
                 rejoined[p] = rejoined.get(p, 0) + n
         self.notes = tuple(
-            notes + [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in rejoined.items()]
+            notes
+            + [f"{p}: {n} wrapped line(s) re-joined to the line before" for p, n in rejoined.items()]
+            + _overflow_notes(ordered)
         )
         if paths and readable == 0:
             what = "empty" if total == 0 else "binary data, not text"

@@ -150,8 +150,21 @@ def _general(df: pl.DataFrame) -> pl.DataFrame:
     out = peel_wrappers(split_prefix(df))
     return out.with_columns(
         *[pl.col(c).cast(pl.Int64, strict=False) for c in _INTS],
+        bad_fields({c: (pl.col(c), pl.col(c).cast(pl.Int64, strict=False)) for c in _INTS}, OVF_PREFIX),
         parse_ts(pl.col("ts")).alias("ts_us"),
     ).drop("junk", "ts")
+
+
+OVF_PREFIX = "_ovf_pre"  # prefix fields of a line out of 64-bit range or not a number (comma-separated)
+
+
+def bad_fields(typed: dict[str, tuple[pl.Expr, pl.Expr]], name: str) -> pl.Expr:
+    """Names of the fields (comma-separated, "" if none) whose text is there but whose typed value is null:
+    a number beyond 64 bits, or digits Polars does not read (`\\d` matches any Unicode digit)."""
+    if not typed:
+        return pl.lit("").alias(name)
+    flags = [pl.when(t.is_not_null() & v.is_null()).then(pl.lit(c)) for c, (t, v) in typed.items()]
+    return pl.concat_str(flags, separator=",", ignore_nulls=True).fill_null("").alias(name)
 
 
 def split(df: pl.DataFrame) -> pl.DataFrame:

@@ -19,7 +19,7 @@ import polars as pl
 from ncclscope import frames_coll as FC
 from ncclscope import schema as S
 from ncclscope.errors import InputError
-from ncclscope.parse.logs import collfacts, collfast, evidence, inert, rejoin, rx, streams
+from ncclscope.parse.logs import collfacts, collfast, evidence, inert, peel, rejoin, rx, streams
 from ncclscope.parse.logs.catalog import split_known, split_torch_known
 from ncclscope.parse.logs.match import match_families
 from ncclscope.parse.logs.peel import MAX_TEXT
@@ -27,6 +27,7 @@ from ncclscope.parse.logs.pieces import Piece, read_segment
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import ReadStats
 from ncclscope.parse.logs.runtime_rows import torch_rows
+from ncclscope.parse.logs.transform import overflow
 from ncclscope.parse.nccltests.markers import MARKERS_RX
 from ncclscope.tuning import DEFAULT, Tuning
 
@@ -83,6 +84,9 @@ class PieceFacts:
     stats: list[tuple[str, int, ReadStats]]  # (path, segment part, its read stats)
     error: InputError | None = None
     marked: frozenset[str] = frozenset()  # inputs with a line holding an nccl-tests marker
+    overflow: pl.DataFrame | None = (
+        None  # (path, field, n): values out of range or not a number, kept as null
+    )
 
 
 @dataclass
@@ -103,6 +107,7 @@ class _Acc:
     cov: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     rejoined: dict[str, int] = field(default_factory=dict)
     marked: set[str] = field(default_factory=set)
+    overflow: list[pl.DataFrame] = field(default_factory=list)  # `transform.overflow` parts
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
@@ -206,12 +211,15 @@ class _Acc:
         cut = df.height if final else rejoin.open_tail(df)  # a wrapped run may go on in the next block
         if cut < df.height:
             self.pending, df = [raw.slice(cut)], df.slice(0, cut)
+        self.overflow.append(overflow(df, peel.OVF_PREFIX))
+        df = df.drop(peel.OVF_PREFIX)
         df, folded = rejoin.rejoin(df, self.widths)
         for path, n in folded.items():
             self.rejoined[path] = self.rejoined.get(path, 0) + n
         self.streams.append(compact(streams.part(df)))
         live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
         matched, rest = match_families(live)
+        self.overflow += matched.overflow
         for name, part in matched.tables.items():
             if name == "collectives":
                 self._coll(part)
@@ -219,7 +227,8 @@ class _Acc:
                 self.add(name, part)
         nccl_unknown = rest.filter(pl.col("prefixed"))
         other = rest.filter(~pl.col("prefixed"))
-        torch, other = torch_rows(other)
+        torch, other, bad = torch_rows(other)
+        self.overflow.append(bad)
         self.add("torch", torch)
         torch_known, other = split_torch_known(other)  # PyTorch messages torch.lark has no family for
         self.add("known", torch_known)
@@ -271,6 +280,7 @@ class _Acc:
             stats,
             error,
             frozenset(self.marked),
+            pl.concat(self.overflow) if self.overflow else None,
         )
 
 

@@ -106,6 +106,6 @@ def parse_line(line: str, *, path: str = "<line>", lineno: int = 1) -> list[Any]
     hit = row.with_columns(
         [pl.lit(fields.get(k), pl.Utf8).alias(f"f_{k}") for k in sorted(every | set(fields))]
     )
-    table, rows = to_table(fam, hit)
+    table, rows, _ = to_table(fam, hit)
     cls = RECORD_TYPES[table]
     return [cls(**r) for r in rows.to_dicts()]

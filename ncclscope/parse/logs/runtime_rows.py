@@ -13,6 +13,7 @@ import polars as pl
 from ncclscope import schema as S
 from ncclscope.parse.bounds import INT64_MAX
 from ncclscope.parse.logs import runtime_lines
+from ncclscope.parse.logs.transform import OVF, overflow
 
 _ORIGIN = list(S.ORIGIN)
 _FIELDS = [c for c in S.TORCH if c not in S.ORIGIN]
@@ -25,28 +26,35 @@ def candidates(msg: pl.Expr) -> pl.Expr:
     ).fill_null(False)
 
 
-def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(torch frame rows, rows that matched nothing) for rows without an NCCL family."""
+def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(torch frame rows, rows that matched nothing, `transform.overflow` of the hits) for rows without an
+    NCCL family."""
     if df.height == 0:
-        return S.empty(S.TORCH), df
+        return S.empty(S.TORCH), df, overflow(df)
     df = df.with_row_index("_t")
     cand = df.filter(candidates(pl.col("msg")))
     if cand.is_empty():
-        return S.empty(S.TORCH), df.drop("_t")
+        return S.empty(S.TORCH), df.drop("_t"), overflow(cand)
     msgs = cand["msg"].unique().to_list()
     recs = {m: r for m in msgs if (r := runtime_lines.match(m)) is not None}
     if not recs:
-        return S.empty(S.TORCH), df.drop("_t")
+        return S.empty(S.TORCH), df.drop("_t"), overflow(cand)
     fields = pl.DataFrame(
-        [{"msg": m, **{k: _fit(r.get(k)) for k in _FIELDS}} for m, r in recs.items()],
-        schema={"msg": pl.Utf8, **{k: S.TORCH[k] for k in _FIELDS}},
+        [{"msg": m, **{k: _fit(r.get(k)) for k in _FIELDS}, OVF: _unfit(r)} for m, r in recs.items()],
+        schema={"msg": pl.Utf8, **{k: S.TORCH[k] for k in _FIELDS}, OVF: pl.Utf8},
         strict=False,
     )
     hit = cand.join(fields, on="msg", how="inner").sort("_t")
     rows = hit.select(*_ORIGIN, *_FIELDS).with_columns(
         pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank")
     )
-    return S.conform(rows, S.TORCH), df.join(hit.select("_t"), on="_t", how="anti").drop("_t")
+    rest = df.join(hit.select("_t"), on="_t", how="anti").drop("_t")
+    return S.conform(rows, S.TORCH), rest, overflow(hit)
+
+
+def _unfit(rec: dict[str, object]) -> str:
+    """The fields `_fit` reads as unknown (comma-separated): counted in a note."""
+    return ",".join(k for k in _FIELDS if rec.get(k) is not None and _fit(rec.get(k)) is None)
 
 
 def _fit(v: object) -> object:

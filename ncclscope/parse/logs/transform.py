@@ -16,6 +16,7 @@ from ncclscope import grammar as G
 from ncclscope import schema as S
 from ncclscope.parse.logs import rx
 from ncclscope.parse.logs.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
+from ncclscope.parse.logs.peel import bad_fields
 
 TABLES: dict[str, S.Schema] = {
     "inits": S.INITS,
@@ -49,22 +50,49 @@ def _ints(s: pl.Expr) -> pl.Expr:
     )  # beyond 64 bits: null
 
 
+OVF = "_ovf"  # fields of a row out of 64-bit range or not a number (comma-separated; see `overflow`)
+
+
 def _typed(df: pl.DataFrame, schema: S.Schema) -> pl.DataFrame:
-    """Cast every `f_<col>` that names a schema column to that column's dtype, as column `<col>`."""
+    """Cast every `f_<col>` that names a schema column to that column's dtype, as column `<col>`; the
+    fields whose text does not fit the dtype (null after the cast) are named in column OVF."""
     out = []
+    checked: dict[str, tuple[pl.Expr, pl.Expr]] = {}
     for col, dtype in schema.items():
         src = f"f_{col}"
         if src not in df.columns or (col in df.columns and col not in _BASE):
             continue  # a column the family's shaper set itself wins over the raw field
         if dtype == pl.Int64:
-            out.append(
-                pl.col(src).str.to_integer(base=16 if col in HEX_FIELDS else 10, strict=False).alias(col)
-            )
+            v = pl.col(src).str.to_integer(base=16 if col in HEX_FIELDS else 10, strict=False)
+            checked[col] = (pl.col(src), v)
+            out.append(v.alias(col))
         elif dtype == pl.Utf8:
             out.append(pl.col(src).alias(col))
         elif dtype == pl.List(pl.Int64):
-            out.append(_ints(pl.col(src)).alias(col))
-    return df.with_columns(out) if out else df
+            lv = _ints(pl.col(src))
+            any_null = lv.list.eval(pl.element().is_null()).list.any()
+            checked[col] = (pl.col(src), pl.when(any_null).then(None).otherwise(pl.lit(0)))
+            out.append(lv.alias(col))
+    return df.with_columns(*out, _bad(df, checked)) if out else df
+
+
+def _bad(df: pl.DataFrame, checked: dict[str, tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
+    """Column OVF naming the fields of `checked` that did not fit, after those named before (a shaper's
+    fields, or fields typed once per distinct key by `typed_fields`)."""
+    bad = bad_fields(checked, OVF)
+    return pl.concat_str([pl.col(OVF), bad], separator=",").alias(OVF) if OVF in df.columns else bad
+
+
+def overflow(df: pl.DataFrame, col: str = OVF) -> pl.DataFrame:
+    """(path, field, n): how many values of each field `col` names, per input (a counted note each)."""
+    if col not in df.columns or df.is_empty():
+        return pl.DataFrame(schema={"path": pl.Utf8, "field": pl.Utf8, "n": pl.Int64})
+    named = df.select("path", pl.col(col).str.split(",").alias("field")).explode("field")
+    return (
+        named.filter(pl.col("field").fill_null("") != "")
+        .group_by("path", "field", maintain_order=True)
+        .agg(pl.len().cast(pl.Int64).alias("n"))
+    )
 
 
 def explode_list(df: pl.DataFrame, field: str, element_rule: str) -> pl.DataFrame:
@@ -128,6 +156,7 @@ def _network(df: pl.DataFrame, fam: str) -> pl.DataFrame:
 def _conn_transport(df: pl.DataFrame) -> pl.DataFrame:
     t = f("transport")
     net = t.str.extract(r"^NET/([^/]+)/", 1)
+    dev = t.str.extract(r"^(?:NET|COLLNET)/[^/]+/(\d+)", 1)
     return df.with_columns(
         pl.when(t == "direct shared memory")
         .then(pl.lit("SHM"))
@@ -138,8 +167,9 @@ def _conn_transport(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(t.str.replace(r"^[A-Z0-9]+/", ""))
         .alias("detail"),
         pl.when(net.is_not_null()).then(net).otherwise(t.str.extract(r"^COLLNET/([^/]+)/", 1)).alias("net"),
-        t.str.extract(r"^(?:NET|COLLNET)/[^/]+/(\d+)", 1).cast(pl.Int64, strict=False).alias("net_dev"),
+        dev.cast(pl.Int64, strict=False).alias("net_dev"),
         t.str.contains("GDRDMA").alias("gdr"),
+        _bad(df, {"net_dev": (dev, dev.cast(pl.Int64, strict=False))}),
     )
 
 
@@ -154,15 +184,15 @@ def _rings(df: pl.DataFrame, fam: str) -> pl.DataFrame:
     if fam == "ring_order":
         return _ensure(df, ["ellipsis"]).with_columns(f("ellipsis").is_not_null().alias("truncated"))
     if fam == "ring_neighbors":
-        return df.with_columns(
-            pl.concat_list(
-                [f(n).cast(pl.Int64, strict=False) for n in ("ring_prev", "ring_me", "ring_next")]
-            ).alias("order")
-        )
+        ends = {n: (f(n), f(n).cast(pl.Int64, strict=False)) for n in ("ring_prev", "ring_me", "ring_next")}
+        return df.with_columns(pl.concat_list([v for _, v in ends.values()]).alias("order"), _bad(df, ends))
     if fam == "trees":
         df = explode_list(df, "tree_entries", "tree_entry")
+    down = _ints(f("tree_down"))
+    fits = pl.when(down.list.eval(pl.element().is_null()).list.any()).then(None).otherwise(pl.lit(0))
     return df.with_columns(
-        _ints(f("tree_down")).list.eval(pl.element().filter(pl.element() >= 0)).alias("tree_down")
+        down.list.eval(pl.element().filter(pl.element() >= 0)).alias("tree_down"),
+        _bad(df, {"tree_down": (f("tree_down"), fits)}),
     )
 
 
@@ -239,8 +269,9 @@ _SHAPERS: dict[str, Callable[[pl.DataFrame, str], pl.DataFrame]] = {
 }
 
 
-def to_table(fam: str, df: pl.DataFrame) -> tuple[str, pl.DataFrame]:
-    """Rows of one family (with `f_` field columns) -> (frame name, rows in that frame's schema)."""
+def to_table(fam: str, df: pl.DataFrame) -> tuple[str, pl.DataFrame, pl.DataFrame]:
+    """Rows of one family (with `f_` field columns) -> (frame name, rows in that frame's schema, the
+    fields that did not fit their dtype: `overflow`)."""
     spec = FAMILIES[fam]
     schema = TABLES[spec.table]
     if spec.table == "warnings":
@@ -253,7 +284,7 @@ def to_table(fam: str, df: pl.DataFrame) -> tuple[str, pl.DataFrame]:
     df = _typed(df.with_columns(consts) if consts else df, schema)
     if spec.table == "warnings":
         df = mark_benign(df.with_columns(pl.col("peer_host").alias("peer")))
-    return spec.table, S.conform(df, schema)
+    return spec.table, S.conform(df, schema), overflow(df)
 
 
 def mark_benign(df: pl.DataFrame) -> pl.DataFrame:
