@@ -146,7 +146,8 @@ def provenance(s: Session, command: str | None, redacted: bool) -> dict[str, Any
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+# C0 but tab and newline, DEL and C1 (U+009B is a CSI on its own), line separators, bidi overrides
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str, limit: int = 500) -> str:

@@ -86,7 +86,7 @@ def test_no_raw_escape_or_c1_reaches_the_terminal(
         ["analyze", str(log), "--format", "json"],
         ["coverage", str(log), "--show-unknown", "5"],
         ["analyze", str(tmp_path / "nope\x1b[2J.log")],
-        *(["report", str(log), "-o", "-", "--format", f] for f in ("markdown", "json", "perfetto")),
+        *(["report", str(log), "-o", "-", "--format", f] for f in ("markdown", "json", "perfetto", "html")),
     ):
         rc, out, err = _main(argv, capsys, monkeypatch)
         assert rc in (0, 1, 2)
