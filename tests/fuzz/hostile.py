@@ -290,6 +290,20 @@ CASES: dict[str, Case] = {
         None,
         ("invalid UTF-8",),
     ),
+    "trace-lone-surrogate": lambda d: (  # `\\ud800` is valid JSON to Python; msgspec refuses it
+        [
+            "analyze",
+            "--trace",
+            _trace(
+                d,
+                json.dumps(trace())
+                .encode()
+                .replace(b'"record_param_comms"', b'"record_\\\\ud800param_\\ud800comms\\udc00"'),
+            ),
+        ],
+        None,
+        ("2 lone UTF-16 surrogate escape(s)", "1 collectives lined up"),
+    ),
     "dumps-without-rank": lambda d: (
         ["analyze", _dumps(d, dump(), dump(), dump(), names=("dump_a", "dump_b", "nccl_trace_rank_0"))],
         None,

@@ -165,6 +165,17 @@ def decode(path: str, scratch: Scratch | None = None, tuning: Tuning = DEFAULT) 
                 path, fixed, len(fixed), tuning
             )
             notes.append(f"{path}: invalid UTF-8 in strings, replaced by U+FFFD")
+        except TraceError:
+            # JSON may escape a lone UTF-16 surrogate (`\ud800`, valid to Python's json); msgspec refuses it
+            if data.find(b"\\ud", 0, size) < 0 and data.find(b"\\uD", 0, size) < 0:
+                raise
+            fixed, lone = _without_lone_surrogates(bytes(memoryview(data)[:size]))
+            if not lone:
+                raise
+            out = _decode_fast(path, fixed, len(fixed), tuning) or _decode_general(
+                path, fixed, len(fixed), tuning
+            )
+            notes.append(f"{path}: {lone} lone UTF-16 surrogate escape(s) in strings, replaced by U+FFFD")
     except RecursionError:
         raise TraceError(
             f"{path}: JSON nested deeper than the decoder allows (about "
@@ -172,6 +183,26 @@ def decode(path: str, scratch: Scratch | None = None, tuning: Tuning = DEFAULT) 
         ) from None
     out.notes = notes + out.notes
     return out
+
+
+# An escaped backslash, a surrogate pair, or a lone surrogate escape (in that order of preference).
+_SURROGATE = re.compile(
+    rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def _without_lone_surrogates(data: bytes) -> tuple[bytes, int]:
+    """`data` with each lone surrogate escape written as `\\ufffd`, and how many there were."""
+    lone = 0
+
+    def one(m: re.Match[bytes]) -> bytes:
+        nonlocal lone
+        if m.group(1) or m.group(2):
+            return m.group(0)
+        lone += 1
+        return b"\\ufffd"
+
+    return _SURROGATE.sub(one, data), lone
 
 
 def _decoded(path: str, top: _Trace, n_events: int, tuning: Tuning) -> DecodedTrace:
