@@ -74,7 +74,7 @@ def analyze(
     # nccl-tests output: its table in any text input (read again only where the log reader saw a marker),
     # and `-J` JSON reports, which the classifier sends to the traces.
     reports = [p for p in inputs.traces if looks_like_json_report(p)]
-    nccltests = read_nccltests([*inputs.logs, *reports], marked=logs.nccltests_marked)
+    nccltests = read_nccltests([*inputs.logs, *reports], marked=logs.nccltests_marked, tuning=tuning)
     # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
     trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
     traces = (

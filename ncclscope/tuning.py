@@ -38,6 +38,7 @@ class Tuning:
     max_expansion_ratio: int = 200  # decompressed bytes per compressed byte (.gz, .zst); real logs ~10-50
     expansion_floor_bytes: int = 64 << 20  # the ratio is checked once this much has been decompressed
     max_decompressed_bytes: int = 16 << 30  # bytes one compressed input may expand to
+    max_json_report_bytes: int = 64 << 20  # an nccl-tests `-J` report (real: a few KB) read whole
     max_json_depth: int = 64  # nesting of a trace's header values, a JSON dump, a pickle (real: <= 8)
     max_pickle_memo: int = 1 << 22  # memo slots a pickle may ask for (a real dump numbers them 0, 1, 2…)
     max_pickle_items: int = 1 << 22  # items in one pickled list, dict, tuple or set

@@ -308,3 +308,35 @@ def test_log_reader_notes_the_inputs_with_markers(tmp_path: Path) -> None:
     a = read_nccltests(paths, marked=logs.nccltests_marked)
     b = read_nccltests(paths)
     assert a.paths == b.paths and a.results.equals(b.results) and a.summary.equals(b.summary)
+
+
+def test_a_big_log_is_cut_to_its_nccltests_lines(tmp_path: Path) -> None:
+    """Only the lines the reader uses are kept from a marked input (streamed, never held whole): an
+    nccl-tests run inside a long application log gives the results of the run on its own, at its lines."""
+    from ncclscope.parse.logs.reader import ReadStats, read_chunks
+    from ncclscope.parse.nccltests.text import relevant, with_body
+    from ncclscope.tuning import Tuning
+
+    src = NT / "inc_rtx3090_2node_wrong_results.log"
+    noise = "".join(f"2024-01-01 00:00:{i % 60:02d} step {i} loss 0.{i}\n" for i in range(30_000))
+    big = tmp_path / "train.log"
+    big.write_text(noise + src.read_text(encoding="utf-8") + noise)
+    alone, inside = read_nccltests([str(src)]).results, read_nccltests([str(big)]).results
+    assert alone["line"].n_unique() == EXPECTED[src.name][0] and inside.height == alone.height
+    shifted = alone.with_columns(pl.col("line") + 30_000).drop("path")
+    assert inside.drop("path").equals(shifted)
+    small = Tuning(read_block_bytes=1 << 16)  # many chunks
+    kept = sum(
+        relevant(with_body(c.select("line", "raw"))).height for c in read_chunks(str(big), ReadStats(), small)
+    )
+    assert kept < 200 < 60_000
+    assert read_nccltests([str(big)], tuning=small).results.drop("path").equals(shifted)
+
+
+def test_a_json_report_over_the_cap_is_a_note(tmp_path: Path) -> None:
+    from ncclscope.tuning import Tuning
+
+    p = tmp_path / "r.json"
+    p.write_text('{"version":1,"start_time":"x","args":[],"results":[]}')
+    f = read_nccltests([str(p)], tuning=Tuning(max_json_report_bytes=8))
+    assert f.is_empty and any("max_json_report_bytes" in n for n in f.notes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import mmap
+import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -17,10 +18,11 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import InputError
+from ncclscope.parse.logs.reader import ReadStats, read_chunks
 from ncclscope.parse.nccltests.json_doc import frames_from_json, looks_like_json_report
 from ncclscope.parse.nccltests.markers import MARKERS
-from ncclscope.parse.nccltests.text import parse_text
-from ncclscope.parse.unpack import read_all
+from ncclscope.parse.nccltests.text import parse_lines, relevant, with_body
+from ncclscope.tuning import DEFAULT, Tuning
 
 _MARKERS = tuple(m.encode() for m in MARKERS)
 _GZ_SCAN = 8 << 20  # bytes of a .gz file decompressed to look for a marker
@@ -62,13 +64,18 @@ def has_nccltests(path: str) -> bool:
     return looks_like_json_report(path) or _contains_marker(path)
 
 
-def _read_text(path: str) -> str:
-    with open(path, "rb") as fh:  # .gz/.zst by their first bytes, within the decompression caps
-        data, _ = read_all(path, fh)
-    return data.decode("utf-8", errors="replace")
+def _relevant_lines(path: str, tuning: Tuning) -> pl.DataFrame:
+    """The lines nccl-tests' reader uses, streamed (a big log with one marker is never held whole)."""
+    parts = [
+        relevant(with_body(chunk.select("line", "raw")))
+        for chunk in read_chunks(path, ReadStats(), tuning)  # .gz/.zst within the decompression caps
+    ]
+    return pl.concat(parts) if parts else with_body(pl.DataFrame(schema={"line": pl.Int64, "raw": pl.Utf8}))
 
 
-def read_nccltests(paths: Sequence[str], marked: Collection[str] | None = None) -> NcclTestsFrames:
+def read_nccltests(
+    paths: Sequence[str], marked: Collection[str] | None = None, tuning: Tuning = DEFAULT
+) -> NcclTestsFrames:
     """nccl-tests frames of every path that holds nccl-tests output; other paths are skipped silently.
 
     `marked`: the text inputs known to hold a marker line (the log reader's `LogFrames.nccltests_marked`);
@@ -80,10 +87,13 @@ def read_nccltests(paths: Sequence[str], marked: Collection[str] | None = None) 
         try:
             if looks_like_json_report(path):
                 with open(path, "rb") as fh:
+                    if os.fstat(fh.fileno()).st_size > tuning.max_json_report_bytes:
+                        cap = tuning.max_json_report_bytes >> 20
+                        raise InputError(f"a -J report larger than {cap} MiB (Tuning.max_json_report_bytes)")
                     doc = json.loads(fh.read())
                 f = frames_from_json(path, doc)
             elif path in marked if marked is not None else _contains_marker(path):
-                f = parse_text(path, _read_text(path))
+                f = parse_lines(path, _relevant_lines(path, tuning))
             else:
                 continue
         except (OSError, ValueError, EOFError, InputError, RecursionError) as e:  # (InputError: a cap)

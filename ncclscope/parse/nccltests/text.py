@@ -45,11 +45,31 @@ class TextFrames:
 def lines_frame(text: str) -> pl.DataFrame:
     """(line, raw, body): every line of `text`, 1-based, with launcher tags and indentation cut from `body`."""
     raw = pl.Series("raw", [text]).str.split("\n").explode()
-    df = pl.DataFrame({"raw": raw.str.strip_chars_end("\r")}).with_row_index("line", offset=1)
+    df = pl.DataFrame({"raw": raw}).with_row_index("line", offset=1)
+    return with_body(df.with_columns(pl.col("line").cast(pl.Int64)))
+
+
+def with_body(df: pl.DataFrame) -> pl.DataFrame:
+    """(line, raw) -> (line, raw, body): `\\r` cut from `raw`, launcher tags and indentation from `body`."""
     lead = f"^(?:{patterns.unanchored('lead')})"
-    return df.with_columns(
-        pl.col("line").cast(pl.Int64), body=pl.col("raw").str.replace(lead, "").str.strip_chars_end(" \t")
-    )
+    df = df.with_columns(pl.col("raw").str.strip_chars_end("\r"))
+    return df.with_columns(body=pl.col("raw").str.replace(lead, "").str.strip_chars_end(" \t"))
+
+
+def _heads(df: pl.DataFrame) -> pl.DataFrame:
+    return df.filter(pl.col("body").str.starts_with("#") | pl.col("body").str.starts_with("nThread "))
+
+
+def _result_lines(df: pl.DataFrame) -> pl.DataFrame:
+    return df.filter(pl.col("body").str.contains(r"^\s*\d"))
+
+
+def relevant(df: pl.DataFrame) -> pl.DataFrame:
+    """The lines `parse_lines` reads (headers, program names, table rows): what a big input is cut to."""
+    rows = _result_lines(df)
+    rows = rows.filter(pl.col("body").str.contains(patterns.anchored("result")))
+    named = df.filter(pl.col("raw").str.contains("_perf"))
+    return pl.concat([_heads(df), named, rows]).unique("line", keep="first").sort("line")
 
 
 def _rule(df: pl.DataFrame, rule: str) -> pl.DataFrame:
@@ -83,7 +103,7 @@ def _op(program: pl.Expr) -> pl.Expr:
 
 def _marks(df: pl.DataFrame) -> pl.DataFrame:
     """One row per line that steers the rows after it: a run header, a program name, a table header."""
-    heads = df.filter(pl.col("body").str.starts_with("#") | pl.col("body").str.starts_with("nThread "))
+    heads = _heads(df)
     params = _rule(heads, "params").select("line", is_params=pl.lit(True))
     named = df.filter(pl.col("raw").str.contains("_perf")).select("line", mention=_op(pl.col("raw")))
     table = heads.filter(pl.col("body").str.contains(patterns.anchored("table_head"))).select(
@@ -161,9 +181,13 @@ def _with_run(frame: pl.DataFrame, tl: pl.DataFrame) -> pl.DataFrame:
 
 def parse_text(path: str, text: str) -> TextFrames:
     """The nccl-tests frames of one file's text (empty frames when it holds none)."""
-    df = lines_frame(text)
-    rows = _rule(df.filter(pl.col("body").str.contains(r"^\s*\d")), "result")
-    heads = df.filter(pl.col("body").str.starts_with("#") | pl.col("body").str.starts_with("nThread "))
+    return parse_lines(path, lines_frame(text))
+
+
+def parse_lines(path: str, df: pl.DataFrame) -> TextFrames:
+    """The nccl-tests frames of one file's lines (`lines_frame`, or only its `relevant` lines)."""
+    rows = _rule(_result_lines(df), "result")
+    heads = _heads(df)
     found = {r: _typed(_rule(heads, r)) for r in _HEADER_RULES}
     tl = _timeline(df, pl.concat([rows.select("line"), *(f.select("line") for f in found.values())]))
     results = _results(rows, tl, path)
