@@ -9,7 +9,7 @@ import typer
 
 from ncclscope.cli import app
 from ncclscope.cli.console import progress_printer, stdout_console, warn
-from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map, tuning
+from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
 from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError, StrictModeError
 
 if TYPE_CHECKING:
@@ -40,17 +40,20 @@ def analyze(
 ) -> None:
     """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input,
     3 a bug in ncclscope."""
+    if not paths and not trace:
+        raise InputError("nothing to analyze: give log paths and/or --trace DIR")
+    knobs = tuning()
+    start_log_workers(paths or [], trace or [], knobs)
+
     from ncclscope.report import document_for, json_report, terminal
     from ncclscope.session import analyze as run
 
-    if not paths and not trace:
-        raise InputError("nothing to analyze: give log paths and/or --trace DIR")
     s = run(
         paths or [],
         trace_paths=trace or [],
         rank_map=parse_rank_map(rank_map),
         progress=progress_printer(not quiet),
-        tuning=tuning(),
+        tuning=knobs,
     )
     if not _read_anything(s):  # every input was skipped (a cap, damage): say why, as unusable input
         warn(s.notes)

@@ -102,3 +102,18 @@ def parse_rank_map(spec: str | None) -> dict[str, int] | None:
             raise InputError(f"--rank-map: expected FILE=RANK with RANK a number below 2^31, got {part!r}")
         out[name.strip()] = int(rank)
     return out
+
+
+def start_log_workers(paths: list[str], trace: list[str], run: Tuning) -> None:
+    """Start the log reader's worker processes now, before this process imports Polars and the reader,
+    so that their start-up (~0.4 s each) and ours overlap (`parse.logs.spawn`). Best effort: any input
+    this cannot classify is left to the analysis, which reports it."""
+    from ncclscope.parse.inputs import classify_inputs
+    from ncclscope.parse.logs.spawn import prestart
+
+    try:
+        logs = classify_inputs([*paths, *trace]).logs
+        size = sum(os.stat(p).st_size for p in logs if p != "-")
+    except (OSError, ValueError, InputError):
+        return
+    prestart(run, size)

@@ -10,7 +10,7 @@ import typer
 
 from ncclscope.cli import app
 from ncclscope.cli.console import progress_printer, stderr_console
-from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map, tuning
+from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
 from ncclscope.errors import EXIT_OK, InputError
 from ncclscope.report.safe_text import printable
 
@@ -63,6 +63,8 @@ def report(
     quiet: Quiet = False,
 ) -> None:
     """Write a report for a bug ticket (Markdown), a self-contained offline page (HTML), JSON or a Perfetto trace."""
+    knobs = tuning()
+    start_log_workers(paths, trace or [], knobs)
     from ncclscope.report import render, renderer_for, write_report
     from ncclscope.session import analyze as run
 
@@ -74,7 +76,7 @@ def report(
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
     progress = progress_printer(not quiet)
     s = run(
-        paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=tuning()
+        paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=knobs
     )
     command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
     if progress:

@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 from ncclscope.errors import InputError
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import pieces, pool
+from ncclscope.parse.logs import pieces, pool, spawn
 from ncclscope.tuning import Tuning
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
@@ -61,9 +61,26 @@ def test_a_worker_that_dies_leaves_its_pieces_to_the_caller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths = _inputs(tmp_path)
-    monkeypatch.setattr(pool, "_BOOT", "import sys; sys.stdin.buffer.read(10); sys.exit(3)")
+    monkeypatch.setattr(spawn, "_BOOT", "import sys; sys.stdin.buffer.read(10); sys.exit(3)")
     cut = Tuning(piece_bytes=2000, log_workers=2, log_pool_min_bytes=0)
     _same(read_logs(paths, tuning=cut), read_logs(paths, tuning=WHOLE))
+
+
+def test_prestarted_workers_are_taken_by_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI starts the workers before its own imports (`spawn.prestart`); the pool takes them first."""
+    monkeypatch.setattr(spawn, "_SPARE", [])
+    paths = _inputs(tmp_path)
+    cut = Tuning(piece_bytes=2000, log_workers=1, log_pool_min_bytes=0)
+    assert spawn.prestart(cut, 1) == 1 and spawn.prestart(cut, 1) == 0  # one is enough
+    early = spawn._SPARE[0]
+    started: list[int] = []
+    real = spawn.start
+    monkeypatch.setattr(spawn, "start", lambda: started.append(1) or real())
+    got = read_logs(paths, tuning=cut)
+    assert not spawn._SPARE and not started  # the prestarted worker was taken, none other started
+    assert early.wait(timeout=10) == 0  # and its stdin closed when the run ended
+    _same(got, read_logs(paths, tuning=WHOLE))
+    assert spawn.prestart(Tuning(), 10) == 0  # a small input set starts none
 
 
 def test_an_unreadable_input_is_reported(tmp_path: Path) -> None:

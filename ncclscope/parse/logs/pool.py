@@ -11,38 +11,22 @@ start leaves its piece to the others. Results come back as facts (small frames),
 
 from __future__ import annotations
 
-import os
 import pickle
 import struct
 import subprocess
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import IO
 
-import ncclscope
+from ncclscope.parse.logs import spawn
 from ncclscope.parse.logs.pieces import Piece
 from ncclscope.parse.logs.reduce import Keep, PieceFacts, reduce_piece
+from ncclscope.parse.logs.spawn import workers_for
 from ncclscope.tuning import Tuning
 
 Progress = Callable[[PieceFacts], None]
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(ncclscope.__file__)))
-_BOOT = (
-    f"import sys; sys.path.insert(0, {_PKG!r}); import ncclscope; ncclscope.configure_process(); "
-    "from ncclscope.parse.logs.worker import serve; serve()"
-)
 _LEN = struct.Struct("<Q")
-
-
-def workers_for(tuning: Tuning, size: int) -> int:
-    """Worker processes for an input set of `size` bytes: none for a small set."""
-    if size < tuning.log_pool_min_bytes:
-        return 0
-    if tuning.log_workers is not None:
-        return tuning.log_workers
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(cores - 1, 7))
 
 
 def worker_count(tuning: Tuning, pieces: Sequence[Piece]) -> int:
@@ -136,14 +120,8 @@ def run(
     failed: list[BaseException] = []
     threads = []
     for _ in range(worker_count(tuning, pieces)):
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except OSError:
+        proc = spawn.take()  # one the CLI started early, or a new one
+        if proc is None:
             break
         t = threading.Thread(
             target=_feed,

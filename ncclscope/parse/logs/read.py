@@ -24,6 +24,7 @@ from ncclscope.parse.logs.merge import Merged
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import file_size
 from ncclscope.parse.logs.reduce import Keep, PieceFacts
+from ncclscope.parse.logs.spawn import workers_for
 from ncclscope.tuning import DEFAULT, Tuning
 
 __all__ = ["prepare", "read_logs"]
@@ -40,7 +41,7 @@ def _merged(
     paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None
 ) -> Merged:
     size = sum(file_size(p) or 0 for p in paths)
-    workers = pool.workers_for(tuning, size)
+    workers = workers_for(tuning, size)
     # One process reads pieces of `piece_bytes` (batches bound its memory; the general path's per-call costs
     # are paid once per piece); with workers, pieces small enough that each process gets several.
     step = (
