@@ -329,7 +329,7 @@ def test_a_big_log_is_cut_to_its_nccltests_lines(tmp_path: Path) -> None:
     kept = sum(
         relevant(with_body(c.select("line", "raw"))).height for c in read_chunks(str(big), ReadStats(), small)
     )
-    assert kept < 200 < 60_000
+    assert kept < 200  # of 60,000 lines
     assert read_nccltests([str(big)], tuning=small).results.drop("path").equals(shifted)
 
 

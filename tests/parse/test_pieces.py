@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 from ncclscope.errors import InputError
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import pieces, pool, spawn
+from ncclscope.parse.logs import pieces, spawn
 from ncclscope.tuning import Tuning
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
