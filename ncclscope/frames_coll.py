@@ -3,10 +3,12 @@
 A big log holds millions of COLL lines. The hang analysis needs, per process key (host, pid, comm_ptr,
 rank_hint, nranks: everything a line's communicator and rank depend on), the last opCount, the first
 line that printed it and the number of lines (schema.COLL_PROCS); and, for the check that ranks launched
-the same collective at the same opCount, each key's set of (opCount, op signature) pairs. Ranks of a
-healthy communicator print the same sequence, so each distinct set is stored once (schema.COLL_SEQS),
-named by a hash of its pairs; a key points at its set. Facts of parts of the input (pieces of files,
-read by different processes) merge into the facts of the whole.
+the same collective at the same opCount, the (opCount, op signature) pairs each key printed. Those are
+kept as sets, each named by a hash of its pairs and stored once (schema.COLL_SEQS): a key points at the
+sets of the parts of the input that hold its lines (`seq`, a list). Within one part (a batch of lines)
+a key's pairs are one set (`union`); parts are not united again (`merge` concatenates the lists), so
+the facts of a long run stay the size of its distinct sets: ranks of a healthy communicator print the
+same pairs in the same parts, one stored set for all of them.
 """
 
 from __future__ import annotations
@@ -44,8 +46,17 @@ def _seq_of(pairs: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
     )
 
 
+def _listed(seq: pl.Expr) -> pl.Expr:
+    """A set's hash (null: no pairs) as the list COLL_PROCS keeps."""
+    return pl.concat_list([seq]).list.drop_nulls().cast(pl.List(pl.UInt64)).alias("seq")
+
+
+# COLL_PROCS with one set per key (a part's facts before `union`)
+ONE_SET: S.Schema = {**S.COLL_PROCS, "seq": pl.UInt64}
+
+
 def part_facts(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(COLL_PROCS, COLL_SEQS) of COLL rows (`ROWS` columns, any order)."""
+    """(COLL_PROCS, COLL_SEQS) of COLL rows (`ROWS` columns, any order): one set per key."""
     live = rows.lazy().filter(pl.col("op_count").is_not_null()).sort("path", "line")
     at_max = pl.col("op_count") == pl.col("op_count").max()
     procs = live.group_by(KEY).agg(
@@ -60,29 +71,39 @@ def part_facts(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .with_columns(_pair_hash().alias("_h"))
     )
     seq = _seq_of(pairs, KEY)
-    procs = procs.join(seq, on=KEY, how="left", nulls_equal=True)
+    procs = procs.join(seq, on=KEY, how="left", nulls_equal=True).with_columns(_listed(pl.col("seq")))
     seqs = pairs.join(seq, on=KEY, how="inner", nulls_equal=True).select("seq", "op_count", "sig").unique()
     out_p, out_s = pl.collect_all([procs, seqs])
     return S.conform(out_p, S.COLL_PROCS), S.conform(out_s, S.COLL_SEQS)
 
 
-def merge(procs: Sequence[pl.DataFrame], seqs: Sequence[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Facts of parts -> facts of the whole: a key seen in several parts gets the union of its sets."""
-    p = pl.concat([S.empty(S.COLL_PROCS), *procs], how="vertical_relaxed")
-    s = pl.concat([S.empty(S.COLL_SEQS), *seqs], how="vertical_relaxed").unique()
-    dup = p.filter(pl.len().over(KEY, mapping_strategy="group_to_rows") > 1) if p.height else p
-    if dup.is_empty():
-        return p.sort(KEY, nulls_last=True), s
+def _one_per_key(dup: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
+    """Rows of keys seen several times -> one row per key: counts summed, the highest opCount's evidence."""
     best = pl.col("max_op_count").max()
-    one = (
+    return (
         dup.sort("path", "line")
         .group_by(KEY)
         .agg(
             pl.col("n_coll").sum(),
             best.alias("max_op_count"),
             *[pl.col(c).filter(pl.col("max_op_count") == best).first() for c in EVIDENCE],
+            *extra,
         )
     )
+
+
+def _dups(p: pl.DataFrame) -> pl.DataFrame:
+    return p.filter(pl.len().over(KEY, mapping_strategy="group_to_rows") > 1) if p.height else p
+
+
+def union(procs: pl.DataFrame, seqs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Facts of one part with a key on several rows (ONE_SET: its runs of lines) -> one row and one set
+    per key (COLL_PROCS, COLL_SEQS). The pairs are united here, within a part (a batch at most)."""
+    p = pl.concat([S.empty(ONE_SET), procs], how="vertical_relaxed")
+    s = seqs.unique()
+    dup = _dups(p)
+    if dup.is_empty():
+        return S.conform(p.with_columns(_listed(pl.col("seq"))), S.COLL_PROCS).sort(KEY, nulls_last=True), s
     pairs = (
         dup.lazy()
         .select(*KEY, "seq")
@@ -93,15 +114,30 @@ def merge(procs: Sequence[pl.DataFrame], seqs: Sequence[pl.DataFrame]) -> tuple[
         .with_columns(_pair_hash().alias("_h"))
     )
     seq = _seq_of(pairs, KEY).collect()
-    one = one.join(seq, on=KEY, how="left", nulls_equal=True)
+    one = _one_per_key(dup).join(seq, on=KEY, how="left", nulls_equal=True)
     new_sets = pairs.join(seq.lazy(), on=KEY, nulls_equal=True).select("seq", "op_count", "sig").collect()
     rest = p.join(dup.select(KEY).unique(), on=KEY, how="anti", nulls_equal=True)
-    merged = pl.concat([rest, S.conform(one, S.COLL_PROCS)], how="vertical_relaxed")
+    merged = pl.concat([rest, S.conform(one, ONE_SET)], how="vertical_relaxed")
     used = merged["seq"].drop_nulls().unique()
     sets = (
         pl.concat([s, S.conform(new_sets, S.COLL_SEQS)]).unique().filter(pl.col("seq").is_in(used.implode()))
     )
-    return merged.sort(KEY, nulls_last=True), sets
+    out = S.conform(merged.with_columns(_listed(pl.col("seq"))), S.COLL_PROCS)
+    return out.sort(KEY, nulls_last=True), sets
+
+
+def merge(procs: Sequence[pl.DataFrame], seqs: Sequence[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Facts of parts -> facts of the whole: a key seen in several parts points at each part's set (the
+    sets are not united: their size stays that of the distinct sets, not of the key's lines)."""
+    p = pl.concat([S.empty(S.COLL_PROCS), *procs], how="vertical_relaxed")
+    s = pl.concat([S.empty(S.COLL_SEQS), *seqs], how="vertical_relaxed").unique()
+    dup = _dups(p)
+    if dup.is_empty():
+        return p.sort(KEY, nulls_last=True), s
+    one = _one_per_key(dup, pl.col("seq").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("seq"))
+    rest = p.join(dup.select(KEY).unique(), on=KEY, how="anti", nulls_equal=True)
+    merged = pl.concat([rest, S.conform(one, S.COLL_PROCS)], how="vertical_relaxed")
+    return merged.sort(KEY, nulls_last=True), s
 
 
 @dataclass(frozen=True)

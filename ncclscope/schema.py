@@ -187,7 +187,8 @@ COLL_PROCS: Schema = {
     "op": pl.Utf8,
     "count": pl.Int64,
     "datatype": pl.Int64,
-    "seq": pl.UInt64,  # hash of its set of (op_count, sig) pairs, Send/Recv left out; null when empty
+    # hashes of its sets of (op_count, sig) pairs (one per part of the input), Send/Recv left out
+    "seq": pl.List(pl.UInt64),
 }
 COLL_SEQS: Schema = {
     "seq": pl.UInt64,

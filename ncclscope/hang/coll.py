@@ -103,7 +103,7 @@ def coll_progress(logs: LogFrames) -> pl.DataFrame:
 def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
     """(comm, op_count) where ranks launched different collectives (op, count or datatype differ).
     Send/Recv lines and lines without an opCount take no part."""
-    procs = logs.coll.procs.filter(pl.col("seq").is_not_null())
+    procs = logs.coll.procs.explode("seq").filter(pl.col("seq").is_not_null())
     if procs.is_empty():
         return S.empty(MISMATCHES)
     # Ranks printing the same set of pairs agree with each other: each set is looked at once per communicator.

@@ -62,5 +62,5 @@ def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
 
 def _per_key(runs: pl.DataFrame, sets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Runs -> one row per process key; a key of several runs gets the union of their sets."""
-    per = S.conform(runs.with_columns(pl.lit(None, pl.Utf8).alias("_x")), S.COLL_PROCS)
-    return FC.merge([per], [sets])
+    per = S.conform(runs.with_columns(pl.lit(None, pl.Utf8).alias("_x")), FC.ONE_SET)
+    return FC.union(per, sets)
