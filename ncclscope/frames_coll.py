@@ -134,7 +134,9 @@ def merge(procs: Sequence[pl.DataFrame], seqs: Sequence[pl.DataFrame]) -> tuple[
     dup = _dups(p)
     if dup.is_empty():
         return p.sort(KEY, nulls_last=True), s
-    one = _one_per_key(dup, pl.col("seq").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("seq"))
+    one = _one_per_key(
+        dup, pl.col("seq").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("seq")
+    )
     rest = p.join(dup.select(KEY).unique(), on=KEY, how="anti", nulls_equal=True)
     merged = pl.concat([rest, S.conform(one, S.COLL_PROCS)], how="vertical_relaxed")
     return merged.sort(KEY, nulls_last=True), s

@@ -78,7 +78,9 @@ def _same(paths: list[str], **kw: int) -> None:
 def _sets(lf: LogFrames) -> pl.DataFrame:
     """Each process key's set of (opCount, signature) pairs (the hash naming a set may differ by path)."""
     keyed = lf.coll.procs.select(*FC.KEY, "seq").explode("seq")
-    keyed = keyed.join(lf.coll.seqs, on="seq", how="left").drop("seq").unique()  # the union of its parts' sets
+    keyed = (
+        keyed.join(lf.coll.seqs, on="seq", how="left").drop("seq").unique()
+    )  # the union of its parts' sets
     return keyed.sort(pl.all(), nulls_last=True)
 
 
