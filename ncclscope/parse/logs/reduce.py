@@ -27,20 +27,14 @@ from ncclscope.parse.logs.pieces import Piece, read_segment
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import ReadStats
 from ncclscope.parse.logs.runtime_rows import torch_rows
+from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
 from ncclscope.parse.logs.transform import overflow
 from ncclscope.parse.nccltests.markers import MARKERS_RX
 from ncclscope.tuning import DEFAULT, Tuning
 
+# The frames a piece keeps: the families' tables (COLL lines become facts instead) and the general path's.
 TABLES: dict[str, S.Schema] = {
-    "inits": S.INITS,
-    "versions": S.VERSIONS,
-    "env": S.ENV,
-    "network": S.NETWORK,
-    "rings": S.RINGS,
-    "connections": S.CONNECTIONS,
-    "channels": S.CHANNELS,
-    "warnings": S.WARNINGS,
-    "trail": S.TRAIL,
+    **{name: schema for name, schema in FAMILY_TABLES.items() if name != "collectives"},
     "torch": S.TORCH,
     "known": S.KNOWN,
     "unknown": S.UNKNOWN,
