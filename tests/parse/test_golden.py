@@ -18,22 +18,11 @@ from ncclscope import grammar as G
 from ncclscope.parse import read_logs
 from ncclscope.parse.logs import match, peel
 from ncclscope.parse.logs.reference import parse_line
+from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "families"
 REGEN = os.environ.get("NCCLSCOPE_REGEN_GOLDEN") == "1"
-_TABLES = (
-    "inits",
-    "versions",
-    "env",
-    "network",
-    "rings",
-    "connections",
-    "channels",
-    "warnings",
-    "trail",
-    "collectives",
-    "unknown",
-)
+_TABLES = (*FAMILY_TABLES, "unknown")  # the frames a family may fill, and the lines none claims
 
 
 def _rows(path: Path) -> dict[str, list[dict[str, object]]]:

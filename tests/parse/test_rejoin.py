@@ -13,24 +13,14 @@ from ncclscope.parse import read_logs
 from ncclscope.parse.logs import reduce, rejoin
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
 from ncclscope.tuning import Tuning
 
 P = "node-00:12:34 [0] NCCL INFO "
 W = "node-00:12:34 [0] misc/socket.cc:1 NCCL WARN "
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
 # Frames compared between a paste and its wrapped copy (line numbers and evidence text differ).
-TABLES = (
-    "inits",
-    "versions",
-    "env",
-    "network",
-    "rings",
-    "connections",
-    "channels",
-    "warnings",
-    "trail",
-    "collectives",
-)
+TABLES = tuple(FAMILY_TABLES)
 
 
 def _read(tmp_path: Path, text: str, name: str = "paste.log") -> LogFrames:

@@ -214,7 +214,7 @@ def test_one_scratch_buffer_for_files_of_any_size(tmp_path: Path) -> None:
 
 
 def test_comm_fields_are_args_fields() -> None:
-    assert set(E._COMM_FIELDS) <= set(E._Args.__struct_fields__)
+    assert set(E.COMM_FIELDS) <= set(E._Args.__struct_fields__)
 
 
 def test_odd_arg_types_keep_one_text_form() -> None:
@@ -223,6 +223,6 @@ def test_odd_arg_types_keep_one_text_form() -> None:
         b'[{"Seq": 3, "Group size": "8"}, {"Seq": "4", "Process Group Ranks": [0, 1]},'
         b' {"Seq": 5.0, "dtype": "Float"}]'
     )
-    cols = dict(zip(E._COMM_FIELDS, E._comm(args), strict=True))
+    cols = dict(zip(E.COMM_FIELDS, E._comm(args), strict=True))
     assert cols["seq"] == ["3", "4", "5"] and cols["group_size"] == ["8", None, None]
     assert cols["pg_ranks"] == [None, "[0, 1]", None] and cols["dtype"] == [None, None, "Float"]

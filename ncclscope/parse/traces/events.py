@@ -76,7 +76,7 @@ def _args_of(events: list[Any]) -> list[_Args]:
         return [_args(e) for e in events]
 
 
-_COMM_FIELDS = (
+COMM_FIELDS = (  # the communication args of a trace event, as the link stage reads them
     "coll",
     "in_nelems",
     "out_nelems",
@@ -121,9 +121,9 @@ def collect(events: list[Any], out: DecodedTrace) -> None:
     """
     if not out.gpu:
         out.gpu = _new("stream", "ts", "dur", "is_comm")
-        out.nccl = _new("stream", "ts", "dur", "name", "external_id", "correlation", *_COMM_FIELDS)
+        out.nccl = _new("stream", "ts", "dur", "name", "external_id", "correlation", *COMM_FIELDS)
         out.launches = _new("tid", "ts", "external_id", "correlation")
-        out.ops = _new("tid", "ts", "dur", "name", "external_id", "input_dims", "input_type", *_COMM_FIELDS)
+        out.ops = _new("tid", "ts", "dur", "name", "external_id", "input_dims", "input_type", *COMM_FIELDS)
         out.steps = _new("ts", "dur", "name")
     cats = list(map(_CAT, events))
     if gpu := list(compress(events, map(_GPU_CATS.__contains__, cats))):
@@ -214,7 +214,7 @@ def _extend(cols: dict[str, list[Any]], values: tuple[Iterable[Any], ...]) -> No
 
 
 _DIMS, _TYPES = attrgetter("input_dims"), attrgetter("input_type")
-_COMM_GET = tuple(attrgetter(f) for f in _COMM_FIELDS)
+_COMM_GET = tuple(attrgetter(f) for f in COMM_FIELDS)
 _TEXT_TYPES = frozenset((type(None), str))
 
 

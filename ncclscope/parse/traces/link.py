@@ -12,19 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
-
-COMM_FIELDS = (
-    "coll",
-    "in_nelems",
-    "out_nelems",
-    "group_size",
-    "dtype",
-    "pg_name",
-    "pg_desc",
-    "pg_ranks",
-    "seq",
-    "comms_id",
-)
+from ncclscope.parse.traces.events import COMM_FIELDS
 
 # Element sizes by the dtype spellings torch writes (`Float`, `c10::BFloat16`, `long int`, `unsigned char`…).
 _DTYPES: dict[str, tuple[str, int]] = {

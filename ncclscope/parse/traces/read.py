@@ -23,8 +23,8 @@ from ncclscope import schema as S
 from ncclscope.errors import TraceError
 from ncclscope.parse.bounds import INT64_MAX, RANK_MAX, int_in
 from ncclscope.parse.traces.decode import Scratch
-from ncclscope.parse.traces.events import DecodedTrace
-from ncclscope.parse.traces.link import COMM_FIELDS, collectives_of, gloo_of, range_notes
+from ncclscope.parse.traces.events import COMM_FIELDS, DecodedTrace
+from ncclscope.parse.traces.link import collectives_of, gloo_of, range_notes
 from ncclscope.parse.traces.workers import decoded
 from ncclscope.tuning import DEFAULT, Tuning
 
