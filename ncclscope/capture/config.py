@@ -20,6 +20,15 @@ SUBSYS = ("INIT", "BOOTSTRAP", "ENV", "NET", "GRAPH", "TUNING")
 # local time, so the job runs with TZ=UTC and the timestamps are UTC.
 NCCL_TIMESTAMP_FORMAT = "[%F %T.%6f] "
 FR_BUFFER = "2000"
+# NCCL hashes the host name, or NCCL_HOSTID when set, to tell nodes apart (src/misc/utils.cc,
+# getHostHash). A host id per rank makes every rank a node of its own: NCCL then connects ranks through
+# its network transport, as between nodes, and its duplicate-GPU check (same host hash and bus id)
+# no longer fires, so several ranks can share one GPU on any release.
+HOSTID_ENV = "NCCL_HOSTID"
+
+
+def node_id(rank: int) -> str:
+    return f"ncclscope-node{rank}"
 # torchrun SIGTERMs the surviving workers as soon as one fails and SIGKILLs them 30 s later
 # (torch 2.13: LocalElasticAgent._stop_workers -> _shutdown(timeout=30); a signal to torchrun
 # itself uses --shutdown-timeout / TORCH_ELASTIC_SHUTDOWN_TIMEOUT, also 30 by default).
@@ -86,6 +95,7 @@ class CaptureConfig:
     coll: bool = False
     extra_env: tuple[tuple[str, str], ...] = field(default=())
     allow_shared_gpu: bool = False
+    node_per_rank: bool = False
 
     @property
     def layout(self) -> Layout:
@@ -129,6 +139,7 @@ class CaptureConfig:
             "coll": self.coll,
             "extra_env": dict(self.extra_env),
             "allow_shared_gpu": self.allow_shared_gpu,
+            "node_per_rank": self.node_per_rank,
         }
 
     @classmethod
@@ -148,6 +159,7 @@ class CaptureConfig:
             coll=bool(d.get("coll", False)),
             extra_env=tuple(sorted(env.items())),
             allow_shared_gpu=bool(d.get("allow_shared_gpu", False)),
+            node_per_rank=bool(d.get("node_per_rank", False)),
         )
 
     @classmethod
@@ -193,9 +205,12 @@ def job_env(cfg: CaptureConfig) -> dict[str, str]:
 
 def rank_env(cfg: CaptureConfig, rank: int) -> dict[str, str]:
     """Per-rank environment the worker sets before the backend initialises: NCCL's own log file
-    (NCCL substitutes only %h and %p, never the rank) and the environment faults of this rank.
-    A variable given with `--env` is left alone: the user's value wins over capture's and the faults'."""
+    (NCCL substitutes only %h and %p, never the rank), a host id of its own with `node_per_rank`, and
+    the environment faults of this rank. A variable given with `--env` is left alone: the user's value
+    wins over capture's and the faults'."""
     env = {"NCCL_DEBUG_FILE": str(cfg.layout.nccl_log(rank))}
+    if cfg.node_per_rank:
+        env[HOSTID_ENV] = node_id(rank)
     for f in cfg.faults:
         if f.applies_to(rank):
             env.update(f.env())

@@ -51,6 +51,7 @@ class CaptureOptions:
     extra_env: tuple[tuple[str, str], ...] = ()
     torchrun_args: tuple[str, ...] = ()
     allow_shared_gpu: bool = False
+    node_per_rank: bool = False
     host: str = field(default_factory=socket.gethostname)
 
     @property
@@ -183,6 +184,7 @@ def config_for(opts: CaptureOptions) -> CaptureConfig:
         coll=opts.coll,
         extra_env=opts.extra_env,
         allow_shared_gpu=opts.allow_shared_gpu,
+        node_per_rank=opts.node_per_rank,
     )
 
 
@@ -203,6 +205,7 @@ def run_capture(
             nproc_per_node=opts.nproc_per_node,
             allow_shared_gpu=opts.allow_shared_gpu,
             extra_env=dict(opts.extra_env),
+            node_per_rank=opts.node_per_rank,
         )
     cfg = config_for(opts)
     lay = cfg.layout
@@ -264,6 +267,7 @@ def _write_run_manifest(opts: CaptureOptions, cfg: CaptureConfig, res: CaptureRe
         "config": cfg.to_json(),
         "job_env": {k: v for k, v in job_env(cfg).items() if k != "NCCLSCOPE_CAPTURE_CONFIG"},
         "allow_shared_gpu": opts.allow_shared_gpu,
+        "node_per_rank": opts.node_per_rank,
         "started_utc": started,
         "ended_utc": utc_now(),
         "elapsed_s": round(res.elapsed_s, 3),

@@ -66,7 +66,13 @@ def probe_gpus() -> GpuProbe:
 
 
 def preflight(
-    probe: GpuProbe, *, backend: str, nproc_per_node: int, allow_shared_gpu: bool, extra_env: dict[str, str]
+    probe: GpuProbe,
+    *,
+    backend: str,
+    nproc_per_node: int,
+    allow_shared_gpu: bool,
+    extra_env: dict[str, str],
+    node_per_rank: bool = False,
 ) -> tuple[str, ...]:
     """Refuse (PreflightError, one line) a job NCCL cannot run here; return notes about one that
     runs ranks on shared GPUs on purpose. gloo needs nothing from the probe."""
@@ -92,16 +98,23 @@ def preflight(
             "refuses two ranks on one GPU at init; use --nproc-per-node "
             f"{probe.device_count}, or --allow-shared-gpu to capture that failure on purpose"
         )
-    return (shared_gpu_note(probe, nproc_per_node, extra_env),)
+    return (shared_gpu_note(probe, nproc_per_node, extra_env, node_per_rank=node_per_rank),)
 
 
-def shared_gpu_note(probe: GpuProbe, nproc_per_node: int, extra_env: dict[str, str]) -> str:
+def shared_gpu_note(
+    probe: GpuProbe, nproc_per_node: int, extra_env: dict[str, str], *, node_per_rank: bool = False
+) -> str:
     head = (
         f"--allow-shared-gpu: {nproc_per_node} ranks share {probe.device_count} GPU(s) on purpose "
         "(rank r uses GPU r mod count)"
     )
     v = probe.nccl_version
     shown = ".".join(str(p) for p in v) if v else "unknown"
+    if node_per_rank and "NCCL_HOSTID" not in extra_env:
+        return (
+            f"{head}; --node-per-rank: every rank has a host id of its own (NCCL_HOSTID), so NCCL {shown} "
+            "sees one node per rank, accepts the shared GPU and connects ranks over its network transport"
+        )
     if extra_env.get(MULTI_RANK_GPU_ENV) != "1":
         return (
             f"{head}; NCCL {shown} should refuse it at init ('Duplicate GPU detected' before 2.30, "

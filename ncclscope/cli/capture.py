@@ -96,6 +96,15 @@ def capture(
             "to capture NCCL's duplicate-GPU failure on purpose.",
         ),
     ] = False,
+    node_per_rank: Annotated[
+        bool,
+        typer.Option(
+            "--node-per-rank",
+            help="Give every rank a host id of its own (NCCL_HOSTID=ncclscope-node<R>): NCCL sees one "
+            "node per rank and connects ranks over its network transport, as between nodes; with "
+            "--allow-shared-gpu, several ranks then run on one GPU on any NCCL release.",
+        ),
+    ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Run a small DDP + collectives job under torchrun and capture its evidence. Exit 0: evidence
@@ -117,6 +126,7 @@ def capture(
         extra_env=_parse_env(env or []),
         torchrun_args=tuple(torchrun_args or ()),
         allow_shared_gpu=allow_shared_gpu,
+        node_per_rank=node_per_rank,
     )
     err = stderr_console()
     echo = (
