@@ -29,6 +29,8 @@ HOSTID_ENV = "NCCL_HOSTID"
 
 def node_id(rank: int) -> str:
     return f"ncclscope-node{rank}"
+
+
 # torchrun SIGTERMs the surviving workers as soon as one fails and SIGKILLs them 30 s later
 # (torch 2.13: LocalElasticAgent._stop_workers -> _shutdown(timeout=30); a signal to torchrun
 # itself uses --shutdown-timeout / TORCH_ELASTIC_SHUTDOWN_TIMEOUT, also 30 by default).

@@ -40,6 +40,9 @@ MUST_MATCH = {
     "NCCL_CROSS_NIC",
     "NCCL_NET_PLUGIN",
 }
+# Settings that name the process or its host and so differ across ranks by design: NCCL_HOSTID is the
+# host's identity (src/misc/utils.cc getHostHash), NCCL_DEBUG_FILE the process's own log.
+PER_HOST = {"NCCL_HOSTID", "NCCL_DEBUG_FILE"}
 GDR_NETS = r"NET/(?:IB|OFI|AWS|EFA|Libfabric|GIN)"
 PLUGIN_FAIL = (
     r"(?i)fi_getinfo\(\) call failed|fi_getinfo: provider \w+ output empty list|"
@@ -184,7 +187,11 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
         (pl.col("kind") == "gdr_disabled") & pl.col("text").fill_null("").str.contains(GDR_NETS)
     )
     plain = conn.filter(~pl.col("gdr").fill_null(False))
-    gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0)
+    # `use ring PXN 0 GDR 0` is printed on every network; on a process that uses sockets it says nothing.
+    on_socket = ctx.logs.network.filter(
+        (pl.col("kind") == "using_network") & (pl.col("net") == "Socket")
+    ).select(PROC)
+    gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0).join(on_socket.unique(), on=PROC, how="anti")
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():
         return []
     cited = cite(first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
@@ -313,8 +320,9 @@ def env_mismatch(ctx: Context) -> Iterable[Finding]:
     not by others that print their environment (set on some ranks, unset on others). Error for settings
     every rank must share (NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE, NCCL_IB_DISABLE, NCCL_NET,
     NCCL_COLLNET_ENABLE, NCCL_NVLS_ENABLE, channel counts, NCCL_CROSS_NIC, NCCL_NET_PLUGIN); warning for
-    the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes)."""
-    env = _env_rows(ctx)
+    the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes). Names that identify the host or
+    the process (PER_HOST: NCCL_HOSTID, NCCL_DEBUG_FILE) differ by design and are not compared."""
+    env = _env_rows(ctx).filter(~pl.col("name").is_in(list(PER_HOST)))
     if env["who"].n_unique() < 2:
         return []
     out: list[Finding] = []
@@ -420,22 +428,28 @@ def p2p_degraded(ctx: Context) -> Iterable[Finding]:
     )
     same_host_net = _same_host(ctx, ctx.logs.connections.filter(transport() == "NET"))
     if env.height or same_host_net.height:
-        cited = cite(first_per(env, ["text"]), first_per(same_host_net, PROC))
-        out.append(
-            make(
-                "p2p-degraded",
-                "warning",
-                "P2P disabled by NCCL_P2P_DISABLE=1"
-                if env.height
-                else "Ranks on one host talk through the NIC",
-                "GPUs in one node then exchange data through host memory or the network instead of "
-                "NVLink/PCIe peer access: a large bandwidth loss.",
-                "Drop NCCL_P2P_DISABLE once P2P works (it is a diagnostic for PCIe ACS/IOMMU hangs); "
-                "if P2P hangs, disable ACS or the IOMMU (intel_iommu=off / iommu=pt) or upgrade the driver.",
-                cited,
-                ctx,
-            )
+        ids = _split_host_ids(ctx, same_host_net) if not env.height else ctx.logs.env.clear()
+        cited = cite(first_per(env, ["text"]), first_per(same_host_net, PROC), first_per(ids, PROC))
+        why = (
+            "GPUs in one node then exchange data through host memory or the network instead of "
+            "NVLink/PCIe peer access: a large bandwidth loss."
         )
+        fix = (
+            "Drop NCCL_P2P_DISABLE once P2P works (it is a diagnostic for PCIe ACS/IOMMU hangs); "
+            "if P2P hangs, disable ACS or the IOMMU (intel_iommu=off / iommu=pt) or upgrade the driver."
+        )
+        title = (
+            "P2P disabled by NCCL_P2P_DISABLE=1" if env.height else "Ranks on one host talk through the NIC"
+        )
+        if ids.height:
+            title += ": NCCL_HOSTID gives them different host ids"
+            why = (
+                "NCCL tells nodes apart by the host name or NCCL_HOSTID; processes on one machine with "
+                "different NCCL_HOSTID values are different nodes to NCCL, so it connects them over the "
+                "network instead of NVLink/PCIe or shared memory. " + why
+            )
+            fix = "Give every process on a machine the same NCCL_HOSTID (or leave it unset)."
+        out.append(make("p2p-degraded", "warning", title, why, fix, cited, ctx))
     shm = ctx.logs.connections.filter(transport() == "SHM")
     if shm.height and not env.height:
         out.append(
@@ -452,6 +466,18 @@ def p2p_degraded(ctx: Context) -> Iterable[Finding]:
             )
         )
     return out
+
+
+def _split_host_ids(ctx: Context, same_host_net: pl.DataFrame) -> pl.DataFrame:
+    """`NCCL_HOSTID set by environment to …` lines of processes on a host where several values appear,
+    among hosts with same-host NET channels (empty when none)."""
+    if same_host_net.is_empty():
+        return ctx.logs.env.clear()
+    ids = norm_host(ctx.logs.env).filter(pl.col("name") == "NCCL_HOSTID")
+    hosts = set(norm_host(same_host_net)["host"].drop_nulls().to_list())
+    ids = ids.filter(pl.col("host").is_in(list(hosts)))
+    split = ids.group_by("host").agg(pl.col("value").n_unique().alias("_n")).filter(pl.col("_n") > 1)
+    return ids.join(split.select("host"), on="host", how="semi")
 
 
 def _same_host(ctx: Context, conn: pl.DataFrame) -> pl.DataFrame:

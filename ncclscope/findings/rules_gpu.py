@@ -133,8 +133,11 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
 @rule("duplicate-gpu", "error", "Two ranks on the same GPU", "errors")
 def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     """NCCL's `Duplicate GPU detected : rank a and rank b both on CUDA device <busId>` (also inside a torch
-    `Last error`), or two ranks of one communicator whose Init lines name the same host and busId. Error.
-    Every rank printing `[0]` alone is not a duplicate (each process may see one GPU as device 0)."""
+    `Last error`), or two ranks of one communicator whose Init lines name the same host and busId. Error;
+    a warning when NCCL printed no such refusal and every one of those ranks reached Init COMPLETE: NCCL
+    accepted the shared GPU (a host id per rank, NCCL_HOSTID, or NCCL_MULTI_RANK_GPU_ENABLE=1 on
+    NCCL >= 2.30) and the ranks time-slice it. Every rank printing `[0]` alone is not a duplicate (each
+    process may see one GPU as device 0)."""
     w = ctx.logs.warnings.filter(
         (pl.col("family") == "duplicate_gpu")
         | pl.col("message").fill_null("").str.contains(r"(?i)duplicate gpu detected")
@@ -158,6 +161,25 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     devices = sorted(
         set(w["message"].fill_null("").str.extract(r"CUDA device ([0-9a-fA-F]+)", 1).drop_nulls().to_list())
     )
+    fix = (
+        "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
+        "per process and the launcher's --local_rank / --gpus settings."
+    )
+    if w.is_empty() and _all_completed(same):
+        shared = sorted(set(same["bus_id"].drop_nulls().cast(pl.Utf8).to_list()))
+        return [
+            make(
+                "duplicate-gpu",
+                "warning",
+                f"Several ranks share one GPU (busId {', '.join(shared)}) and NCCL accepted it",
+                "Those ranks completed NCCL init on one device (a host id per rank via NCCL_HOSTID, or "
+                "NCCL_MULTI_RANK_GPU_ENABLE=1): they time-slice that GPU, so their kernels and collectives run "
+                "at a fraction of their speed. Deliberate in a test, a mistake in training.",
+                fix + " Unless the sharing is deliberate, give each rank a GPU of its own.",
+                same.unique(["path", "line"], maintain_order=True).head(10),
+                ctx,
+            )
+        ]
     title = "Several ranks were bound to the same GPU" + (f" (busId {', '.join(devices)})" if devices else "")
     return [
         make(
@@ -166,13 +188,20 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
             title,
             "Each rank must own its GPU; here two ranks resolved to one device, so NCCL refuses to build the "
             "communicator (ncclInvalidUsage).",
-            "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
-            "per process and the launcher's --local_rank / --gpus settings.",
+            fix,
             rows.unique(["path", "line"], maintain_order=True).head(10),
             ctx,
             named_ranks=[int(v) for v in named.drop_nulls().to_list()],
         )
     ]
+
+
+def _all_completed(inits: pl.DataFrame) -> bool:
+    """Every (host, pid, rank) among these Init lines also printed Init COMPLETE (or a legacy init line)."""
+    if inits.is_empty():
+        return False
+    done = inits.group_by("host", "pid", "rank").agg(pl.col("phase").is_in(["complete", "legacy"]).any())
+    return bool(done["phase"].all())
 
 
 @rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors")

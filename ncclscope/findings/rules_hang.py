@@ -7,10 +7,11 @@ ncclscope.hang); the heuristics live there and in ncclscope.hang.classify.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 import polars as pl
 
-from ncclscope.findings.registry import Context, rule
+from ncclscope.findings.registry import REGISTRY, Context, rule
 from ncclscope.hang.classify import HangVerdict, ev, fmt_ranks
 from ncclscope.hang.verdict import HangView
 from ncclscope.records import Evidence, Finding
@@ -91,12 +92,14 @@ def collective_mismatch(ctx: Context) -> Iterable[Finding]:
         yield _finding(v, "collective-mismatch", title)
 
 
-@rule("rank-exited", "error", "A rank's log ends with a crash while the others wait", "hang")
+@rule("rank-exited", "error", "A rank's log ends with a crash while the others wait", "hang", post=True)
 def rank_exited(ctx: Context) -> Iterable[Finding]:
     """A rank whose log ends with a crash (segfault, OOM, CUDA error, killed) and that printed no
     watchdog line of its own, or that torchrun's failure report shows killed by a signal it did not
     send itself (SIGKILL, SIGABRT, SIGSEGV; not SIGTERM) while printing no timeout of its own: it died
-    first, and the other ranks' timeouts are its echo. When a
+    first, and the other ranks' timeouts are its echo. A rank that raised NCCL's own error (`NCCL error
+    in: …`) while an error-group rule (duplicate-gpu, nvls-failure, …) names NCCL's reason on that rank is
+    a warning: the exception is the echo of that finding, which heads the report. When a
     collective is stuck, a log that ends mid-line (no final newline) is reported as a warning: the
     writer was killed mid-write."""
     rep = ctx.hang
@@ -104,7 +107,7 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
     for r, e in rep.exited:
         cause = causes.get(r)
         if cause is not None and (cause["path"], cause["line"]) == (e.path, e.line):
-            yield _exited_by_exception(r, e, cause, rep)
+            yield _echo_of_root(_exited_by_exception(r, e, cause, rep), ctx.prior)
             continue
         how = (
             "torchrun reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
@@ -178,6 +181,30 @@ def _exited_by_exception(r: int, e: Evidence, cause: dict[str, object], rep: Han
             "via": cause["via"],
             **_echo_metrics(rep),
         },
+    )
+
+
+def _echo_of_root(f: Finding, prior: tuple[Finding, ...]) -> Finding:
+    """A rank killed by NCCL's own error is the echo of an error-group finding that names NCCL's reason
+    on the same rank (duplicate-gpu: `invalid usage` after `Duplicate GPU detected`)."""
+    if "NCCL error" not in str(f.metrics.get("message", "")):
+        return f
+    roots = [
+        p
+        for p in prior
+        if p.severity == "error" and set(p.ranks) & set(f.ranks) and REGISTRY[p.id].group == "errors"
+    ]
+    if not roots:
+        return f
+    root = roots[0]
+    return replace(
+        f,
+        severity="warning",
+        title=f"{f.title} (the echo of {root.id})",
+        why=f"The rank stopped on NCCL's error, whose reason is the {root.id} finding: {root.title}. "
+        "Fix that and this exit goes with it.",
+        fix=root.fix,
+        metrics={**f.metrics, "echo_of": root.id},
     )
 
 

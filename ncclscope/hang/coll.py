@@ -107,7 +107,13 @@ def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
     if procs.is_empty():
         return S.empty(MISMATCHES)
     # Ranks printing the same set of pairs agree with each other: each set is looked at once per communicator.
-    keyed = _resolve(procs.lazy(), logs, numbered=True).select("_cid", "cnranks", "seq").unique()
+    # A one-rank communicator cannot disagree with itself; NCCL also leaves its opCount at 0.
+    keyed = (
+        _resolve(procs.lazy(), logs, numbered=True)
+        .filter(pl.col("cnranks").fill_null(2) > 1)
+        .select("_cid", "cnranks", "seq")
+        .unique()
+    )
     bad = (
         keyed.join(logs.coll.seqs.lazy(), on="seq")
         .group_by("_cid", "cnranks", "op_count")
@@ -131,7 +137,7 @@ def _mismatches_in(coll: pl.DataFrame, logs: LogFrames) -> pl.DataFrame:
         .with_columns(pl.struct(sig_cols).rank("dense").alias("_sig"))
     )
     keys = ["_cid", "cnranks", "op_count"]
-    rows = _resolve(rows, logs, numbered=True)
+    rows = _resolve(rows, logs, numbered=True).filter(pl.col("cnranks").fill_null(2) > 1)
     bad = (
         rows.group_by(keys)
         .agg((pl.col("_sig").min() != pl.col("_sig").max()).alias("_bad"))

@@ -191,6 +191,10 @@ def flight_progress(flight: FlightFrames) -> pl.DataFrame:
     per = e.group_by("rank", "pg_name").agg(
         pl.col("collective_seq_id").max().alias("_max_seq"),
         pl.col("collective_seq_id").filter(pl.col("state") == "completed").max().alias("_max_done"),
+        pl.col("collective_seq_id")
+        .filter(pl.col("state").is_in(["scheduled", "started"]))
+        .min()
+        .alias("_open"),
         pl.col("collective_seq_id").filter(pl.col("retired").fill_null(False)).max().alias("_max_retired"),
         pl.col("path").first(),
     )
@@ -207,14 +211,20 @@ def flight_progress(flight: FlightFrames) -> pl.DataFrame:
             pl.lit(None, pl.Int64).alias("last_enqueued"), pl.lit(None, pl.Int64).alias("last_completed")
         )
     loose = pl.col("pg_name").is_in(list(untracked_groups(flight)))
+    # pg_status holds the `seq_` of the last work enqueued / completed, and a batched P2P work's `seq_`
+    # is the P2P counter (ProcessGroupNCCL, torch 2.11 dumps: last_enqueued_collective 15 with
+    # last_started_collective 71 after a send/recv batch). The entries' collective_seq_id is always in
+    # collective units, so they decide where they exist; pg_status only fills a group without entries.
+    # Completed is the end of the completed prefix: work runs in order on the stream, and an entry read
+    # as completed after an open one is an aborted communicator's kernels ending (events complete then).
     per = per.with_columns(
         pl.when(loose)
         .then(pl.col("_max_seq"))
-        .otherwise(pl.coalesce("last_enqueued", "_max_seq"))
+        .otherwise(pl.coalesce("_max_seq", "last_enqueued"))
         .alias("enqueued"),
         pl.when(loose)
         .then(pl.col("_max_retired"))
-        .otherwise(pl.coalesce("last_completed", "_max_done"))
+        .otherwise(pl.coalesce(pl.col("_open") - 1, "_max_done", "last_completed"))
         .alias("completed"),
     )
     return S.conform(

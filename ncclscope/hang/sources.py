@@ -8,6 +8,7 @@ mismatched ranks directly; no cross-rank reasoning beyond counting is needed.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -22,13 +23,21 @@ def _ranks_of(detail: str) -> tuple[int, ...]:
 
 
 def desync_verdicts(torch: pl.DataFrame) -> list[HangVerdict]:
-    """One verdict per desync report (per file): the ranks torch's desync debugger names."""
+    """The ranks torch's desync debugger names: one verdict per distinct report, the ranks that printed
+    the same report merged into it. A report whose `Timeout at collective: OP, #N` is not the SeqNum its
+    own rank's watchdog timed out on is left out: it counted on another sequence (torch 2.11 stores a
+    batched send/recv's P2P number there, and reports `COALESCED, #15` for collective SeqNum 71, blaming
+    the ranks that are waiting), and the dumps or the watchdog lines then decide."""
     d = torch.filter(pl.col("kind") == "desync").sort("path", "line")
-    out: list[HangVerdict] = []
+    timed_out = _watchdog_seqs(torch)
+    merged: dict[tuple[object, ...], HangVerdict] = {}
     for (path,), rows in d.group_by("path", maintain_order=True):
         recs = rows.to_dicts()
         head = next((r for r in recs if r["detail"] == "timeout_at"), None)
         if head is None:
+            continue
+        own = timed_out.get(str(path), set())
+        if own and head["seq"] not in own:
             continue
         never = {
             x
@@ -39,21 +48,37 @@ def desync_verdicts(torch: pl.DataFrame) -> list[HangVerdict]:
         stuck = {x for r in recs if r["detail"].startswith("not_finished") for x in _ranks_of(r["detail"])}
         klass, culprits = ("a", never) if never else ("b", stuck) if stuck else ("undetermined", set())
         evidence = tuple(ev(r["path"], r["line"], r["text"]) for r in recs[:8])
-        out.append(
-            HangVerdict(
-                klass=klass,
-                group=f"PG of rank {head['rank']} (desync report)",
-                source="desync",
-                op=head["op_type"],
-                seq=head["seq"],
-                culprits=tuple(sorted(culprits)),
-                confidence="high",
-                reason="torch's desync debugger compared every rank's progress",
-                evidence=evidence,
-                ranks_seen=(head["rank"],),
-                key=str(path),
+        k = (klass, head["op_type"], head["seq"], tuple(sorted(culprits)))
+        prev = merged.get(k)
+        if prev is not None:
+            merged[k] = replace(
+                prev,
+                evidence=prev.evidence + evidence[:2],
+                ranks_seen=tuple(sorted({*prev.ranks_seen, head["rank"]} - {None})),
             )
+            continue
+        merged[k] = HangVerdict(
+            klass=klass,
+            group=f"PG of rank {head['rank']} (desync report)",
+            source="desync",
+            op=head["op_type"],
+            seq=head["seq"],
+            culprits=tuple(sorted(culprits)),
+            confidence="high",
+            reason="torch's desync debugger compared every rank's progress",
+            evidence=evidence,
+            ranks_seen=(head["rank"],),
+            key=str(path),
         )
+    return list(merged.values())
+
+
+def _watchdog_seqs(torch: pl.DataFrame) -> dict[str, set[int]]:
+    """Per file, the SeqNums its watchdog reported timing out."""
+    w = torch.filter((pl.col("kind") == "watchdog_timeout") & pl.col("seq").is_not_null())
+    out: dict[str, set[int]] = {}
+    for path, seq in w.select("path", "seq").unique().iter_rows():
+        out.setdefault(str(path), set()).add(int(seq))
     return out
 
 

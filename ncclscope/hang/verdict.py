@@ -88,6 +88,9 @@ def _view(logs: LogFrames, flight: FlightFrames) -> HangView:
     hang_seen = bool(verdicts) or bool(ctx.died) or _timeout_anywhere(torch)
     coll = H.coll_progress(logs)
     comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}
+    if "0" not in comm_pg.values():
+        world = _default_pg_comm(logs, ctx.sizes.get("0"))
+        comm_pg.update({world: "0"} if world is not None else {})
     verdicts = _merge_nccl(verdicts, coll_verdicts(coll, H.coll_mismatches(logs), hang_seen), comm_pg)
     verdicts = [_with_last_activity(v, ends) for v in _dedupe(verdicts)]
     return HangView(
@@ -209,6 +212,16 @@ def _last_errors(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
     return le.filter(body.is_not_null()).select(
         "path", "line", pl.format("Last error: {}", body).alias("text")
     )
+
+
+def _default_pg_comm(logs: LogFrames, size: int | None) -> str | None:
+    """The default process group's NCCL communicator when no torch line names it (torch 2.11 prints no
+    `created ncclComm_` line, and NCCL_DEBUG_FILE puts NCCL's lines in files of their own): the one
+    commId whose Init lines say nranks == the default group's size. None when several could be it."""
+    if size is None:
+        return None
+    ids = logs.inits.filter((pl.col("nranks") == size) & pl.col("comm_id").is_not_null())["comm_id"].unique()
+    return str(ids[0]) if ids.len() == 1 else None
 
 
 def _group_sizes(logs: LogFrames, torch: pl.DataFrame, flight: FlightFrames) -> dict[str, int]:

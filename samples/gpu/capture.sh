@@ -10,6 +10,7 @@
 #   clean | hang | crash | mismatch | straggler   four ranks sharing the GPU, each a node of its own
 #              (--node-per-rank: NCCL_HOSTID per rank, so any NCCL release accepts the shared GPU and
 #              the ranks talk over NCCL's network transport); clean adds COLL
+#   hang-coll | mismatch-coll   hang and mismatch with COLL (one NCCL line per collective)
 # Each run is bounded by capture's own deadline (2 x timeout + 120 s).
 set -uo pipefail
 out=${1:?OUTDIR}; python=${2:-python3}; shift $(( $# >= 2 ? 2 : 1 ))
@@ -40,6 +41,8 @@ for s in "${scenarios[@]}"; do
     crash) cap crash 4 "${nodes[@]}" --inject crash:rank=3 ;;
     mismatch) cap mismatch 4 "${nodes[@]}" --inject mismatch:rank=1 ;;
     straggler) cap straggler 4 "${nodes[@]}" --inject straggler:rank=2,delay_ms=20 ;;
+    hang-coll) cap hang-coll 4 --coll "${nodes[@]}" --inject hang:rank=1 ;;
+    mismatch-coll) cap mismatch-coll 4 --coll "${nodes[@]}" --inject mismatch:rank=1 ;;
     *) echo "unknown scenario $s" >&2 ;;
   esac
 done

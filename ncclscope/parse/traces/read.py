@@ -254,13 +254,21 @@ def _build(
         kernels=S.conform(kernels, S.TRACE_KERNELS),
         ranks=S.conform(rk, S.TRACE_RANKS).sort("rank"),
         pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS),
-        notes=notes + range_notes(nccl, ops) + _missing_kernel_notes(ops, nccl) + _unpaired_call_notes(colls),
+        notes=notes
+        + range_notes(nccl, ops)
+        + _missing_kernel_notes(ops, nccl, rk)
+        + _unpaired_call_notes(colls),
     )
 
 
-def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame) -> tuple[str, ...]:
+def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame, ranks: pl.DataFrame) -> tuple[str, ...]:
+    """CPU-side NCCL ops that no kernel in the trace answers. Point-to-point ops (send, recv, all_to_all)
+    share kernels: a batch of sends and receives, or one all_to_all, is one SendRecv kernel, so that
+    family is missing only when it has no SendRecv kernel at all. A one-rank world launches no NCCL
+    kernel (NCCL copies), so its traces are not counted."""
     if "coll" not in ops.columns or ops.is_empty():
         return ()
+    p2p_op = pl.col("coll").cast(pl.Utf8).str.contains(r"send|recv|all_to_all|alltoall")
     cpu = (
         ops.filter(
             (pl.col("name") == "record_param_comms")
@@ -268,17 +276,25 @@ def _missing_kernel_notes(ops: pl.DataFrame, nccl: pl.DataFrame) -> tuple[str, .
             & (pl.col("coll").cast(pl.Utf8) != "wait")
         )
         .group_by("path")
-        .len("n_cpu")
+        .agg((~p2p_op).sum().alias("n_cpu"), p2p_op.sum().alias("n_cpu_p2p"))
     )
+    p2p_kernel = pl.col("name").cast(pl.Utf8).str.contains("SendRecv")
     gpu = (
-        nccl.group_by("path").len("n_gpu")
+        nccl.group_by("path").agg((~p2p_kernel).sum().alias("n_gpu"), p2p_kernel.sum().alias("n_gpu_p2p"))
         if nccl.height
-        else pl.DataFrame({"path": [], "n_gpu": []}, schema={"path": pl.Utf8, "n_gpu": pl.UInt32})
+        else pl.DataFrame(schema={"path": pl.Utf8, "n_gpu": pl.UInt32, "n_gpu_p2p": pl.UInt32})
     )
+    one_rank = ranks.filter(pl.col("world_size") == 1).select("path")
     gap = (
-        cpu.join(gpu, on="path", how="left")
+        cpu.join(one_rank, on="path", how="anti")
+        .join(gpu, on="path", how="left")
         .with_columns(
-            (pl.col("n_cpu").cast(pl.Int64) - pl.col("n_gpu").fill_null(0).cast(pl.Int64)).alias("n")
+            (
+                (pl.col("n_cpu").cast(pl.Int64) - pl.col("n_gpu").fill_null(0).cast(pl.Int64)).clip(0)
+                + pl.when(pl.col("n_gpu_p2p").fill_null(0) == 0)
+                .then(pl.col("n_cpu_p2p").cast(pl.Int64))
+                .otherwise(0)
+            ).alias("n")
         )
         .filter(pl.col("n") > 0)
     )
