@@ -35,7 +35,7 @@ def _doc() -> dict[str, object]:
 
 
 def _ruled() -> set[str]:
-    return {n.removeprefix("km_") for n in G.catalog_table()["rules"]}
+    return {n.split("_", 1)[1] for n in G.catalog_table()["rules"]}
 
 
 def _release_lines() -> list[tuple[str, str, str]]:

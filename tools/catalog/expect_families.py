@@ -21,7 +21,7 @@ from samples import fill
 
 
 def main() -> None:
-    rules = {n.removeprefix("km_") for n in G.catalog_table()["rules"]}
+    rules = {n.split("_", 1)[1] for n in G.catalog_table()["rules"]}
     fams = G.families()
     out: dict[str, str] = {}
     for e in sorted(C.entries().values(), key=lambda e: e.id):

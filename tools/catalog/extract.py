@@ -22,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clex import Call, Define, find_calls, lex
+from composed import Composed, composed_in
 from fmtspec import recognisable
 from gitsrc import Repo, choose_tags, resolve_commits
 from macros import Emit, MacroTable, resolve
@@ -30,6 +31,7 @@ from readme import write_readme
 
 MIRRORS = "/work/.mirror"
 DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+COMPOSE_RE = re.compile(r"\b(?:s|sn)printf\s*\(|\bstrn?cat\s*\(")
 OFI_RE = re.compile(r"\(\s*\*\s*(ofi_log_function)\s*\)")
 
 
@@ -43,6 +45,9 @@ class Acc:
     releases: dict[str, set[str]] = field(default_factory=dict)
     sites: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     wrappers: set[str] = field(default_factory=set)
+    composed: bool = False  # built in a buffer by sprintf/snprintf/strcat and logged as "%s" (composed.py)
+    indent: bool = False  # a composed line may start with spaces
+    functions: set[str] = field(default_factory=set)
 
 
 class Extractor:
@@ -51,6 +56,7 @@ class Extractor:
         self.acc: dict[tuple[str, str | None, str], Acc] = {}
         self._defines: dict[tuple[str, str], list[Define]] = {}
         self._calls: dict[tuple[str, str], list[Call]] = {}
+        self._composed: dict[tuple[str, str], list[Composed]] = {}
 
     def text(self, repo: Repo, sha: str) -> str:
         return OFI_RE.sub(r"\1", repo.blob(sha))
@@ -72,8 +78,14 @@ class Extractor:
         key = (sha, path)
         if key not in self._calls:
             text = self.text(repo, sha)
-            self._calls[key] = find_calls(lex(text, path)[0], names) if quick.search(text) else []
+            toks = lex(text, path)[0] if quick.search(text) else []
+            self._calls[key] = find_calls(toks, names) if toks else []
+            self._composed[key] = composed_in(toks) if toks and COMPOSE_RE.search(text) else []
         return self._calls[key]
+
+    def composed(self, path: str, sha: str) -> list[Composed]:
+        """Composed formats of a file (filled by `calls`)."""
+        return self._composed.get((sha, path), [])
 
     def run(self) -> None:
         for repo in self.repos:
@@ -98,6 +110,8 @@ class Extractor:
                         if call.name in table.names:
                             for e in table.emits_of_call(call, ()):
                                 self.record(repo.key, tag, e)
+                    for c in self.composed(path, sha):
+                        self.record_composed(repo.key, tag, c)
                 for e in table.independent():
                     self.record(repo.key, tag, e)
             print(f"{repo.key}: {len(repo.tags)} tags, {len(self.acc)} formats so far", file=sys.stderr)
@@ -114,6 +128,24 @@ class Extractor:
             lines[tag] = min(lines.get(tag, e.line), e.line)
             if e.chain:
                 a.wrappers.add(e.chain[0])
+
+    def record_composed(self, repo: str, tag: str, c: Composed) -> None:
+        key = (c.level, c.fmt, "\0composed")
+        a = self.acc.get(key)
+        if a is None:
+            a = self.acc[key] = Acc(c.level, c.fmt, "", None, composed=True)
+        a.indent = a.indent or c.lead
+        a.functions.add(c.function)
+        a.subsys.update(c.subsys)
+        a.releases.setdefault(repo, set()).add(tag)
+        lines = a.sites.setdefault((repo, c.file), {})
+        lines[tag] = min(lines.get(tag, c.line), c.line)
+
+    def drop_duplicate_composed(self) -> None:
+        """A composed format that is also logged as it is (same level) is kept once, as the plain entry."""
+        plain = {(a.level, a.fmt) for a in self.acc.values() if not a.composed}
+        for k in [k for k, a in self.acc.items() if a.composed and (a.level, a.fmt) in plain]:
+            del self.acc[k]
 
 
 def runs(tags: list[str], have: set[str]) -> list[str]:
@@ -144,8 +176,9 @@ def message_id(level: str, key: str, used: set[str]) -> str:
 
 def to_message(a: Acc, order: dict[str, list[str]], used: set[str]) -> dict[str, Any]:
     ok, why = recognisable(a.fmt)
+    key = "composed:" + (a.fmt or "") if a.composed else a.fmt if a.fmt is not None else "expr:" + a.expr
     msg: dict[str, Any] = {
-        "id": message_id(a.level, a.fmt if a.fmt is not None else "expr:" + a.expr, used),
+        "id": message_id(a.level, key, used),
         "level": a.level,
         "subsys": sorted(a.subsys),
         "format": a.fmt,
@@ -153,6 +186,10 @@ def to_message(a: Acc, order: dict[str, list[str]], used: set[str]) -> dict[str,
     if a.fmt is None:
         msg["expr"] = a.expr
         msg["reason"] = a.reason
+    if a.composed:
+        msg["composed"] = True
+        msg["indent"] = a.indent
+        msg["functions"] = sorted(a.functions)
     msg["recognisable"] = ok
     if not ok:
         msg["unrecognisable_reason"] = why
@@ -217,9 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         resolve_commits(r)
     ex = Extractor(repos)
     ex.run()
+    ex.drop_duplicate_composed()
     order = {r.key: r.tags for r in repos}
     used: set[str] = set()
-    accs = sorted(ex.acc.values(), key=lambda a: (a.level, a.fmt is None, a.fmt or "", a.expr))
+    accs = sorted(ex.acc.values(), key=lambda a: (a.level, a.fmt is None, a.fmt or "", a.expr, a.composed))
     doc: dict[str, Any] = {
         "generated_by": "tools/catalog/extract.py",
         "licenses": {r.github: licence(r) for r in repos},

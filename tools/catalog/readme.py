@@ -12,7 +12,8 @@ INTRO = """\
 `nccl_messages.json` lists every log message format that NCCL (and its fork RCCL, and the
 aws-ofi-nccl and nccl-rdma-sharp-plugins network plugins) can print through its debug logger, taken
 from the projects' own sources at every release listed below. `grammars/nccl_catalog.lark` is
-compiled from it (one `km_<id>` rule per recognisable format). Both are generated: do not edit.
+compiled from it (one `km_<id>` rule per recognisable format, `kc_<id>` per composed line). Both are
+generated: do not edit.
 
 Regenerate (a minute or so, from the bare git mirrors under /work/.mirror):
 
@@ -34,6 +35,26 @@ Regenerate (a minute or so, from the bare git mirrors under /work/.mirror):
   (`"Call to " name " failed : %s"`) is expanded at every invocation with the actual argument (`wrapper`
   is the outermost macro, `wrappers` all of them).
 * Formats that are not literals are kept with `"format": null`, the source `expr` and a `reason`.
+* *Composed lines* (`"composed": true`, tools/catalog/composed.py): a log call whose format has no rule
+  (`"%s"`, `"%s (%f)"`, `"%s: %s"`) and passes a plain identifier for a `%s` is followed to the writes into
+  that buffer in the same function, within the scope of the buffer's declaration (`char line[..]`, a `char*`
+  parameter): `sprintf`/`snprintf`/`strcpy` at the buffer's start (a *head*), at `buf + off`/`&buf[off]`
+  or by `strcat` after text already there (a *tail*). The entry's format is the log format's text before
+  the buffer's `%s` (`__func__` replaced by the function's name) followed by one piece: every head, and
+  every tail no head precedes (ncclTopoPrintRec writes only at `line+offset`, indenting with spaces; with
+  text before the `%s`, only the buffer's first write). Its rule matches a line that *starts* with it,
+  after optional spaces when the `%s` starts the log format (`"indent": true`), and may go on with
+  anything (`CV_REST?`): `+ %s[%2.1f] - ` names `                + NET[1.2] - NET/0-0 (0/0/0/1.250000)`.
+  A piece needs enough fixed text to name a line that may continue with anything: at least 4 literal
+  non-space characters, and a leading conversion must be followed at once by literal text holding
+  punctuation (`%s/%lx-%lx (%d/%d/%d)` yes, `%s is %d` no); the rule matches a leading `%s` as one word
+  (no spaces). A head too short alone (`%s/%lx-%lx :`, `%13s |`) is joined to each tail with a
+  conversion written after it, repeated (as loops append) until it is long enough, at most 3 times:
+  `%s/%lx-%lx :%s/%lx-%lx (%d/%.1f/%s) `, `%13s |%8.1f/%6.1f |%8.1f/%6.1f |`. This follows source order,
+  not control flow, so a combination may name a sequence that never runs (it then matches nothing).
+  `functions` lists where the pieces are written; `sites` point at the writes. A composed format equal
+  to a plain entry of the same level is kept once, as the plain entry. Composed rules are tried after
+  every whole-line rule, so a line a plain format names keeps its name.
 
 ## Fields
 
@@ -41,7 +62,8 @@ Regenerate (a minute or so, from the bare git mirrors under /work/.mirror):
 (INFO/WARN/TRACE/VERSION/CALL), `subsys` (flag names without `NCCL_`; WARN -> `["ALL"]`), `format`,
 `recognisable` (+ `unrecognisable_reason`), `sources`, `wrapper`/`wrappers`, `releases` (per repo: runs over
 `sources[repo].tags`; `A..B` means every tag from A to B in that order, so the list is exact), `sites`
-(per repo and file: `line` at the `last` release, `first_line` at the `first` release).
+(per repo and file: `line` at the `last` release, `first_line` at the `first` release); composed lines also
+have `composed`, `indent` and `functions` (their id hashes `"composed:" + format`).
 `prefixes` holds, per NCCL/RCCL release, the prefix literals found in the logger (`literals`, with file
 and line) and a normalised `descriptor`.
 
@@ -116,7 +138,8 @@ def _counts(doc: dict[str, Any]) -> list[str]:
         "## Counts",
         "",
         (
-            f"{len(msgs)} entries: {len(lit)} distinct literal formats, "
+            f"{len(msgs)} entries: {len(lit)} distinct literal formats "
+            f"({sum(bool(m.get('composed')) for m in msgs)} of them composed lines), "
             f"{len(msgs) - len(lit)} non-literal; {sum(m['recognisable'] for m in msgs)} recognisable."
         ),
         "",

@@ -66,31 +66,34 @@ class _Index:
 
 
 @functools.cache
-def _index(name: str = G.CATALOG_FILE) -> _Index:
+def _indexes(name: str = G.CATALOG_FILE) -> tuple[_Index, _Index]:
+    """Whole-line formats (`km_`), then composed lines (`kc_`: a line's start), each bucketed alike."""
     t = G.catalog_table(name)
-    buckets: dict[str, list[tuple[str, str]]] = {}
-    general: list[tuple[str, str, str]] = []
+    parts: list[tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str, str]]]] = [({}, []), ({}, [])]
     for rule in t["rules"]:
         pat = rf"(?:{t['regex'][rule]})\Z"  # compiled on first use: most runs meet a few dozen formats
         lead = str(t["leading"][rule]).lstrip(" ")
-        rid = rule.split("_", 1)[1]
+        kind, rid = rule.split("_", 1)
+        buckets, general = parts[kind == "kc"]
         if len(lead) >= KEY:
             buckets.setdefault(lead[:KEY], []).append((rid, pat))
         else:
             general.append((rid, str(t["needle"][rule]), pat))
-    return _Index({k: tuple(v) for k, v in buckets.items()}, tuple(general))
+    a, b = (_Index({k: tuple(v) for k, v in bk.items()}, tuple(g)) for bk, g in parts)
+    return a, b
 
 
 def identify_one(msg: str, name: str = G.CATALOG_FILE) -> str | None:
-    """The catalog id of the first rule (catalog order) that matches `msg` whole, else None."""
-    idx = _index(name)
+    """The catalog id of the first rule (catalog order) that matches `msg` whole, else None: every
+    whole-line format first, then the composed lines' starts."""
     text = msg.lstrip(" ")
-    for rid, pat in idx.buckets.get(text[:KEY], ()):
-        if compiled(pat).match(msg):
-            return rid
-    for rid, needle, pat in idx.general:
-        if needle in msg and compiled(pat).match(msg):
-            return rid
+    for idx in _indexes(name):
+        for rid, pat in idx.buckets.get(text[:KEY], ()):
+            if compiled(pat).match(msg):
+                return rid
+        for rid, needle, pat in idx.general:
+            if needle in msg and compiled(pat).match(msg):
+                return rid
     return None
 
 
