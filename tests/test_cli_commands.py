@@ -53,3 +53,21 @@ def test_coverage_on_a_bundled_complete_run(capsys: pytest.CaptureFixture[str]) 
     last = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("recognized")][-1]
     got, total = (int(x) for x in last.split()[1:4:2])
     assert total > 500 and got == total
+
+
+@pytest.mark.parametrize("command", [["analyze"], ["report", "-f", "md", "-o", "{out}"]])
+def test_a_warning_is_one_line_on_a_narrow_terminal(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "r0.log").write_text(KNOWN, encoding="utf-8")
+    (tmp_path / "in" / "notes.json").write_text('{"a": 1}', encoding="utf-8")  # skipped: a counted note
+    args = [a.replace("{out}", str(tmp_path / "r.md")) for a in command]
+    assert main([*args, str(tmp_path / "in"), "-q"]) == 0
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if ln]
+    assert (
+        len(warnings) == 1
+        and warnings[0].startswith("warning: skipped 1 file(s)")
+        and warnings[0].endswith(")")
+    )

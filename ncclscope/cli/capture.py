@@ -137,7 +137,7 @@ def capture(
     res = run_capture(opts, echo=echo)
     _summary(res, faults, opts.out_dir)
     for note in res.notes:
-        err.print(f"warning: {note}", markup=False)
+        err.print(f"warning: {note}", markup=False, soft_wrap=True)
     if not res.files.get("manifest"):
         raise typer.Exit(EXIT_BAD_INPUT)
     raise typer.Exit(EXIT_FINDINGS if res.returncode != 0 and not faults else EXIT_OK)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ncclscope.cli import app
-from ncclscope.cli.console import progress_printer, stderr_console
+from ncclscope.cli.console import progress_printer, stderr_console, warn
 from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
 from ncclscope.errors import EXIT_OK, InputError
 from ncclscope.report.safe_text import printable
@@ -91,7 +91,5 @@ def report(
             stderr_console().print(
                 f"wrote {out} ({out.stat().st_size:,} bytes)", markup=False, highlight=False
             )
-    err = stderr_console()
-    for note in s.notes:
-        err.print(f"warning: {note}", markup=False)
+    warn(s.notes)
     raise typer.Exit(EXIT_OK)
