@@ -180,6 +180,9 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
                 ctx,
             )
         ]
+    # NCCL >= 2.30 names no device in its refusal (`Multiple Ranks are using the same GPU/Partition`):
+    # the Init lines' busId then says which one
+    devices = devices or sorted(set(same["bus_id"].drop_nulls().cast(pl.Utf8).to_list()))
     title = "Several ranks were bound to the same GPU" + (f" (busId {', '.join(devices)})" if devices else "")
     return [
         make(

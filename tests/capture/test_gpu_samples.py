@@ -32,7 +32,7 @@ def _ids(findings: list[dict[str, Any]], severity: str) -> list[str]:
     return [f["id"] for f in findings if f["severity"] == severity]
 
 
-@pytest.mark.parametrize("name", ["world1", "clean", "straggler"])
+@pytest.mark.parametrize("name", ["world1", "clean", "straggler", "nccl232/clean", "nccl232/shared-ok"])
 def test_successful_runs_raise_no_error(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     findings = _analyze(name, capsys)
     assert _ids(findings, "error") == [], [(f["id"], f["title"]) for f in findings]
@@ -46,6 +46,12 @@ def test_one_rank_run_has_no_finding(capsys: pytest.CaptureFixture[str]) -> None
     assert _analyze("world1", capsys) == []
 
 
+def test_nccl_2_32_rma_socket_warn_is_benign(capsys: pytest.CaptureFixture[str]) -> None:
+    findings = {f["id"]: f for f in _analyze("nccl232/clean", capsys)}
+    assert "unexplained-warn" not in findings
+    assert "rma_socket requires GDRCopy" in findings["benign-warn"]["title"]
+
+
 def test_accepted_shared_gpu_is_a_warning_that_names_the_host_ids(capsys: pytest.CaptureFixture[str]) -> None:
     findings = {f["id"]: f for f in _analyze("clean", capsys)}
     assert findings["duplicate-gpu"]["severity"] == "warning"
@@ -53,11 +59,15 @@ def test_accepted_shared_gpu_is_a_warning_that_names_the_host_ids(capsys: pytest
     assert "NCCL_HOSTID" in findings["p2p-degraded"]["title"]
 
 
+@pytest.mark.parametrize("name", ["shared", "nccl232/shared"])
 def test_refused_shared_gpu_heads_the_report_and_the_exits_are_its_echo(
-    capsys: pytest.CaptureFixture[str],
+    name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    findings = _analyze("shared", capsys)
+    # NCCL 2.28.9 says `Duplicate GPU detected : … CUDA device 60`; 2.32.3 `Multiple Ranks are using the
+    # same GPU/Partition` with no device: the Init lines' busId names it
+    findings = _analyze(name, capsys)
     assert findings[0]["id"] == "duplicate-gpu" and findings[0]["severity"] == "error"
+    assert "busId 60" in findings[0]["title"]
     exits = [f for f in findings if f["id"] == "rank-exited"]
     assert sorted(r for f in exits for r in f["ranks"]) == [0, 1]
     assert all(f["severity"] == "warning" and "echo of duplicate-gpu" in f["title"] for f in exits)
@@ -79,6 +89,7 @@ def test_straggler(capsys: pytest.CaptureFixture[str]) -> None:
         # communicator of the default group's size), not reported a second time in NCCL's numbering.
         ("hang-coll", 71, "all_reduce", "(a)"),
         ("mismatch-coll", 71, "all_reduce", "(c)"),
+        ("nccl232/hang", 71, "all_reduce", "(a)"),  # the same job on NCCL 2.32.3
     ],
 )
 def test_one_hang_verdict_with_the_collective_and_the_culprit(

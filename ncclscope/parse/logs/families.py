@@ -163,6 +163,11 @@ BENIGN_WARNS: tuple[Benign, ...] = (
         "NVLS needs NVSwitch systems with multicast support; NCCL says it proceeds without it",
     ),
     Benign(
+        r"RMA/Socket : rma_socket requires GDRCopy",
+        "NCCL 2.32 probes its socket RMA transport (one-sided put/get) at init; without GDRCopy that optional "
+        "transport stays off, and collectives and send/recv do not use it (seen on healthy 2.32.3 runs)",
+    ),
+    Benign(
         r"MSCCL\+\+: Cannot enable MSCCL\+\+",
         "RCCL's optional MSCCL++ path is off in this environment; RCCL uses its own algorithms",
     ),
