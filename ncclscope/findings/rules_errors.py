@@ -90,7 +90,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     The first failure (ts_us when every line has one, else root before retries before echoes) is named.
     Lines printed after an input's teardown began (align.phase) in a job with no earlier failure are the
     job ending and are not reported. Error; warning when only echoes are seen and an IB/CUDA/SHM error elsewhere explains them, or when
-    only unexhausted retries are seen."""
+    only unexhausted retries are seen, or when only echoes are seen in a job whose stuck collective or dead
+    rank the hang rules name (the teardown that follows it closes every connection)."""
     if ctx.logs.warnings.is_empty() and ctx.logs.trail.is_empty():
         return []
     lines = _echo_lines(ctx).select(*CITE, pl.col("cls").cast(pl.Int32), "message", silent=pl.lit(False))
@@ -104,11 +105,14 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     rows = _ordered(rows, pl.col("cls"))
     first = rows.row(0, named=True)
     others = live_warnings(ctx).filter(pl.col("family").is_in(FAILURE_FAMILIES) & (pl.col("level") == "WARN"))
+    # Only peers closing on us, in a job whose hang or dead rank the hang rules name: the closures are the
+    # communicators being torn down after it (the watchdog's abort, the launcher's SIGTERM), not a cause.
+    hang = bool(ctx.hang.verdicts or ctx.hang.exited)
     sev: Severity
     if rows.filter(pl.col("cls") <= 1).height:
         sev = "error"
     elif rows.filter(pl.col("cls") == 3).height:
-        sev = "warning" if others.height else "error"
+        sev = "warning" if others.height or hang else "error"
     else:
         sev = "warning"
     what = (
@@ -123,6 +127,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
         )
     if sev == "warning" and others.height:
         title = f"Connections closed as a consequence of an earlier {others['family'][0]} error"
+    elif sev == "warning" and hang and first["cls"] == 3:
+        title = "Connections closed as a consequence of the hang or the dead rank named above"
     peers = rows.filter(pl.col("cls") == 3).select("host", "pid").unique().height
     if peers:
         title += f" (+ echoes in {peers} process(es))"

@@ -112,6 +112,13 @@ def test_one_mismatch_finding(name: str, capsys: pytest.CaptureFixture[str]) -> 
     assert [(f["ranks"], "#71" in f["title"]) for f in named] == [(fault["ranks"], True)]
 
 
+@pytest.mark.parametrize("name", ["hang", "crash", "mismatch"])
+def test_teardown_closures_are_echoes_of_the_hang(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # After the watchdog aborts (or a rank dies), every peer sees `Connection closed by remote peer`
+    closed = [f for f in _analyze(name, capsys) if f["id"] == "connection-failure"]
+    assert [(f["severity"], "consequence of the hang" in f["title"]) for f in closed] == [("warning", True)]
+
+
 def test_crash_names_the_killed_rank(capsys: pytest.CaptureFixture[str]) -> None:
     findings = _analyze("crash", capsys)
     assert [f["ranks"] for f in findings if f["id"] == "rank-exited" and f["severity"] == "error"] == [[3]]
