@@ -109,27 +109,25 @@ def scope(toks: list[Tok], at: int, lo: int, hi: int, q: int, buf: str) -> tuple
             continue
         if d < lo:
             return lo, hi  # a parameter
-        depth, open_ = 0, lo
-        for k in range(d - 1, lo - 1, -1):  # the block the declaration is in
-            if toks[k].text == "}":
-                depth += 1
-            elif toks[k].text == "{":
-                if depth == 0:
-                    open_ = k
-                    break
-                depth -= 1
-        depth, close = 0, hi
-        for k in range(open_ + 1, hi + 1):
-            if toks[k].text == "{":
-                depth += 1
-            elif toks[k].text == "}":
-                if depth == 0:
-                    close = k
-                    break
-                depth -= 1
+        # the block the declaration is in: its unmatched `{` before, then that block's `}` after
+        open_ = _unmatched(toks, range(d - 1, lo - 1, -1), nest="}", end="{", default=lo)
+        close = _unmatched(toks, range(open_ + 1, hi + 1), nest="{", end="}", default=hi)
         if close > q:
             return d, close
     return lo, hi
+
+
+def _unmatched(toks: list[Tok], order: range, *, nest: str, end: str, default: int) -> int:
+    """The first `end` token in `order` not closed by a `nest` token met before it, else `default`."""
+    depth = 0
+    for k in order:
+        if toks[k].text == nest:
+            depth += 1
+        elif toks[k].text == end:
+            if depth == 0:
+                return k
+            depth -= 1
+    return default
 
 
 def _calls(
