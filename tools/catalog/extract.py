@@ -4,6 +4,8 @@ Reads bare git mirrors of NVIDIA/nccl, ROCm/rccl, aws/aws-ofi-nccl and Mellanox/
 finds every WARN/INFO/TRACE/VERSION/TRACE_CALL call (and aws-ofi-nccl's NCCL_OFI_* macros, and every
 wrapper macro such as SYSCHECK or CUDACHECK, expanded from its definition at that release) at every
 chosen tag, and writes one entry per distinct (level, format). Also writes grammars/catalog/README.md.
+When grammars/catalog/nccl_binary_strings.json exists (tools/catalog/binary.py: the new strings of NCCL
+releases newer than the newest tag, from their libraries), its strings are merged in as `binary` entries.
 
     python tools/catalog/extract.py --out grammars/catalog/nccl_messages.json
 """
@@ -21,6 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from binary import load as load_binary
+from binary import merge as merge_binary
 from clex import Call, Define, find_calls, lex
 from composed import Composed, composed_in
 from fmtspec import recognisable
@@ -247,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sharp", default=f"{MIRRORS}/Mellanox+nccl-rdma-sharp-plugins/repo")
     ap.add_argument("--out", default="grammars/catalog/nccl_messages.json")
     ap.add_argument("--readme", default=None, help="default: README.md next to --out")
+    ap.add_argument(
+        "--binary",
+        default=None,
+        help="strings from released libraries (tools/catalog/binary.py), merged when the file exists; "
+        "default: nccl_binary_strings.json next to --out",
+    )
     args = ap.parse_args(argv)
     repos = build_repos(args)
     for r in repos:
@@ -269,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
         "messages": [to_message(a, order, used) for a in accs],
     }
     out = Path(args.out)
+    binary = load_binary(Path(args.binary) if args.binary else out.with_name("nccl_binary_strings.json"))
+    if binary is not None:  # formats of releases newer than the newest tag, from their libraries
+        doc = merge_binary(doc, binary)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dump(doc), encoding="utf-8")
     write_readme(doc, Path(args.readme) if args.readme else out.with_name("README.md"))

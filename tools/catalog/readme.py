@@ -20,6 +20,20 @@ Regenerate (a minute or so, from the bare git mirrors under /work/.mirror):
     .venv/bin/python tools/catalog/extract.py --out grammars/catalog/nccl_messages.json
     .venv/bin/python tools/catalog/compile_grammar.py --check
 
+extract.py merges `nccl_binary_strings.json` (the releases newer than the newest source tag, below) when
+it is there, so that step needs no wheel. To refresh that file (optional; three wheels of ~250 MB, a
+minute), download the wheels of the newest release with source and of the newer ones, then run
+binary.py (it rewrites nccl_binary_strings.json, merges it into nccl_messages.json and this README):
+
+    for v in 2.30.7 2.31.2 2.32.3; do .venv/bin/python -m pip download --no-deps --only-binary=:all: \\
+      --python-version 3.12 --implementation cp --platform manylinux_2_27_x86_64 \\
+      --platform manylinux_2_18_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \\
+      -d /tmp/whl nvidia-nccl-cu13==$v; done
+    .venv/bin/python tools/catalog/binary.py --base /tmp/whl/nvidia_nccl_cu13-2.30.7-*.whl \\
+      /tmp/whl/nvidia_nccl_cu13-2.31.2-*.whl /tmp/whl/nvidia_nccl_cu13-2.32.3-*.whl
+    .venv/bin/python tools/catalog/compile_grammar.py --check
+    .venv/bin/python tools/catalog/expect_families.py   # then review tests/parse/catalog_families.json
+
 ## What is extracted
 
 * Every `WARN(fmt, ...)`, `INFO(flags, fmt, ...)`, `TRACE(flags, fmt, ...)`, `VERSION(fmt, ...)`,
@@ -55,15 +69,31 @@ Regenerate (a minute or so, from the bare git mirrors under /work/.mirror):
   `functions` lists where the pieces are written; `sites` point at the writes. A composed format equal
   to a plain entry of the same level is kept once, as the plain entry. Composed rules are tried after
   every whole-line rule, so a line a plain format names keeps its name.
+* *Formats from released binaries* (`"binary": true`, tools/catalog/binary.py): NCCL releases newer
+  than the newest source tag are read from their PyPI wheel (`nvidia-nccl-cu13`), whose
+  `nvidia/nccl/lib/libnccl.so.2` holds the format strings as NUL-terminated literals. The printable
+  strings of its `.rodata` (8+ characters, each right after a NUL) that look like a one-line printf
+  format (every `%` a valid conversion, at least one, or else a subsystem-tagged message such as
+  `RMA/Socket : rma_socket requires GDRCopy; …`; a word of 3+ letters in the literal text; no
+  JSON/XML/quoted fragment, PTX, mangled name, path or shell command; recognisable) and that the library
+  of the newest source release (2.30.7) does not hold are the release's new strings: a string both
+  libraries hold is covered by the sources already, or is not a log format. A string equal to a source
+  format is not added again. A binary string does not say how it is printed: the entries have
+  `"level": "UNKNOWN"`, no `subsys`, no `sites`, and `releases["nccl-binary"]` lists the releases whose
+  library holds it. Not every such string is a log message (thread names such as `NCCL UDS Svc%2d`,
+  usage text, a few strings glued to the bytes before them); a string that is never logged only costs a
+  rule that matches nothing. Their rules are tried after every source format (a line a source format
+  names keeps its name) and before the composed lines.
 
 ## Fields
 
 `id` (`m` + first 8 hex of sha1(level NUL format); for a null format, of `"expr:" + expr`), `level`
-(INFO/WARN/TRACE/VERSION/CALL), `subsys` (flag names without `NCCL_`; WARN -> `["ALL"]`), `format`,
-`recognisable` (+ `unrecognisable_reason`), `sources`, `wrapper`/`wrappers`, `releases` (per repo: runs over
-`sources[repo].tags`; `A..B` means every tag from A to B in that order, so the list is exact), `sites`
+(INFO/WARN/TRACE/VERSION/CALL; UNKNOWN for a binary string), `subsys` (flag names without `NCCL_`;
+WARN -> `["ALL"]`), `format`, `recognisable` (+ `unrecognisable_reason`), `sources`,
+`wrapper`/`wrappers`, `releases` (per repo: runs over `sources[repo].tags`; `A..B` means every tag from A to B in that order, so the list is exact), `sites`
 (per repo and file: `line` at the `last` release, `first_line` at the `first` release); composed lines also
-have `composed`, `indent` and `functions` (their id hashes `"composed:" + format`).
+have `composed`, `indent` and `functions` (their id hashes `"composed:" + format`); binary strings
+have `binary`.
 `prefixes` holds, per NCCL/RCCL release, the prefix literals found in the logger (`literals`, with file
 and line) and a normalised `descriptor`.
 
@@ -103,7 +133,7 @@ def per_release(doc: dict[str, Any], repo: str) -> list[list[str]]:
             t,
             str(c["INFO"]),
             str(c["WARN"]),
-            str(c["TRACE"] + c["CALL"] + c["VERSION"]),
+            str(c["total"] - c["INFO"] - c["WARN"]),
             str(c["total"]),
             str(c["rec"]),
         ]
@@ -114,6 +144,9 @@ def per_release(doc: dict[str, Any], repo: str) -> list[list[str]]:
 def _sources(doc: dict[str, Any]) -> list[str]:
     out = ["## Sources, licences and exact releases", ""]
     for repo, src in doc["sources"].items():
+        if "github" not in src:
+            out += _binary_source(repo, src)
+            continue
         lic = doc["licenses"].get(src["github"], {})
         out.append(f"### {src['github']} (`{repo}`; dirs {', '.join(src['dirs'])})")
         out.append("")
@@ -128,6 +161,34 @@ def _sources(doc: dict[str, Any]) -> list[str]:
         out.append("")
         out.append(", ".join(f"`{t}` {c[:12]}" for t, c in src["commit_per_tag"].items()))
         out.append("")
+    return out
+
+
+def _binary_source(repo: str, src: dict[str, Any]) -> list[str]:
+    out = [f"### {src['pypi']} wheels, `{src['library']}` (`{repo}`)", ""]
+    out.append(
+        "* The wheels' `License.txt` is NCCL's **BSD-3-Clause** licence (Copyright (c) 2015-2020, NVIDIA "
+        "CORPORATION); their metadata says `LicenseRef-NVIDIA-Proprietary`. Only format strings are "
+        "derived from the library, as from the sources above; nothing else is copied."
+    )
+    out.append("")
+    rows = [
+        [
+            f"`{t}`",
+            "base (has source)",
+            f"`{w['wheel']}`",
+            w["sha256"],
+            w["library_sha256"],
+            str(w["formats"]),
+        ]
+        for t, w in [(src["base"]["tag"], src["base"])]
+    ]
+    rows += [
+        [f"`{t}`", "new", f"`{w['wheel']}`", w["sha256"], w["library_sha256"], str(w["formats"])]
+        for t, w in src["wheel_per_tag"].items()
+    ]
+    out += _table(rows, ["release", "role", "wheel", "wheel sha256", "library sha256", "format-like strings"])
+    out.append("")
     return out
 
 
