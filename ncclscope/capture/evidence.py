@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ncclscope.capture.config import CONFIG_ENV, CaptureConfig
+from ncclscope.capture.preflight import loaded_nccl_version
 from ncclscope.version import __version__
 
 _ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "CUDA_", "MASTER_", "TORCHELASTIC_", "OMP_", "PYTORCH_")
@@ -105,6 +106,9 @@ def torch_versions(torch: Any, backend: str) -> dict[str, Any]:
             out["nccl"] = ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v)
         except Exception as e:  # noqa: BLE001 - a torch built without NCCL raises anything
             out["nccl"] = f"unknown ({e})"
+        loaded = loaded_nccl_version()  # LD_PRELOAD / LD_LIBRARY_PATH may run another release
+        if loaded is not None and ".".join(map(str, loaded)) != out["nccl"]:
+            out["nccl_built"], out["nccl"] = out["nccl"], ".".join(map(str, loaded))
     return out
 
 

@@ -123,3 +123,42 @@ def test_nccl_on_this_cpu_box_is_one_line_exit_2(tmp_path: Path) -> None:
     assert p.stdout == "" and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
     assert p.stderr.startswith("ncclscope: error: --backend nccl:")
     assert list(tmp_path.iterdir()) == []  # no output directory left behind
+
+
+def test_nccl_version_codes_decode_as_nccl_h_builds_them() -> None:
+    from ncclscope.capture.preflight import decode_nccl_version
+
+    assert decode_nccl_version(23203) == (2, 32, 3)  # 2.9 on: X*10000 + Y*100 + Z
+    assert decode_nccl_version(22809) == (2, 28, 9)
+    assert decode_nccl_version(2708) == (2, 7, 8)  # before 2.9: X*1000 + Y*100 + Z
+
+
+def test_no_loaded_nccl_is_none_not_an_error() -> None:
+    from ncclscope.capture.preflight import loaded_nccl_version
+
+    v = loaded_nccl_version()  # a CPU box has no libnccl loaded; a GPU box gives a release
+    assert v is None or (len(v) == 3 and v[0] >= 2)
+
+
+def test_manifest_names_the_loaded_nccl_and_the_one_torch_was_built_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # samples/gpu/nccl232: torch 2.11 built with 2.28.9 ran NCCL 2.32.3 under LD_PRELOAD
+    from types import SimpleNamespace
+
+    from ncclscope.capture import evidence
+
+    fake = SimpleNamespace(
+        __version__="2.11.0",
+        version=SimpleNamespace(cuda="13.0"),
+        cuda=SimpleNamespace(is_available=lambda: True, nccl=SimpleNamespace(version=lambda: (2, 28, 9))),
+    )
+    monkeypatch.setattr(evidence, "loaded_nccl_version", lambda: (2, 32, 3))
+    assert evidence.torch_versions(fake, "nccl") == {
+        "torch": "2.11.0",
+        "cuda": "13.0",
+        "nccl": "2.32.3",
+        "nccl_built": "2.28.9",
+    }
+    monkeypatch.setattr(evidence, "loaded_nccl_version", lambda: None)
+    assert evidence.torch_versions(fake, "nccl")["nccl"] == "2.28.9"
