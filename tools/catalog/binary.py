@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fmtspec import CONV_RE, recognisable
+from ids import message_id, runs
 
 LIBRARY = "nvidia/nccl/lib/libnccl.so.2"
 SOURCE_KEY = "nccl-binary"
@@ -213,31 +214,6 @@ def scan_wheels(base: Path, wheels: list[Path]) -> dict[str, Any]:
     }
 
 
-def _message_id(key: str, used: set[str]) -> str:
-    digest = hashlib.sha1(f"{LEVEL}\0{key}".encode()).hexdigest()
-    for n in range(8, 41):
-        mid = "m" + digest[:n]
-        if mid not in used:
-            used.add(mid)
-            return mid
-    raise ValueError("id collision")
-
-
-def _runs(tags: list[str], have: list[str]) -> list[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(tags):
-        if tags[i] not in have:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(tags) and tags[j + 1] in have:
-            j += 1
-        out.append(tags[i] if i == j else f"{tags[i]}..{tags[j]}")
-        i = j + 1
-    return out
-
-
 def merge(doc: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
     """`doc` (the catalog) with the binary strings as entries of their own, replacing any from an earlier
     merge. A string equal to a format the sources give (any level, plain or composed) is not added."""
@@ -253,7 +229,7 @@ def merge(doc: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
             continue
         ok, why = recognisable(fmt)
         m: dict[str, Any] = {
-            "id": _message_id(fmt, used),
+            "id": message_id(LEVEL, fmt, used),
             "level": LEVEL,
             "subsys": [],
             "format": fmt,
@@ -267,7 +243,7 @@ def merge(doc: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
                 "sources": [SOURCE_KEY],
                 "wrapper": None,
                 "wrappers": [],
-                "releases": {SOURCE_KEY: _runs(tags, s["releases"])},
+                "releases": {SOURCE_KEY: runs(tags, s["releases"])},
                 "sites": [],
             }
         )

@@ -13,7 +13,6 @@ releases newer than the newest tag, from their libraries), its strings are merge
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -29,6 +28,7 @@ from clex import Call, Define, find_calls, lex
 from composed import Composed, composed_in
 from fmtspec import recognisable
 from gitsrc import Repo, choose_tags, resolve_commits
+from ids import message_id, runs
 from macros import Emit, MacroTable, resolve
 from prefixes import licence, prefix_of
 from readme import write_readme
@@ -150,32 +150,6 @@ class Extractor:
         plain = {(a.level, a.fmt) for a in self.acc.values() if not a.composed}
         for k in [k for k, a in self.acc.items() if a.composed and (a.level, a.fmt) in plain]:
             del self.acc[k]
-
-
-def runs(tags: list[str], have: set[str]) -> list[str]:
-    """Exact release list as runs over the repo's ordered tags: `A..B` = every tag from A to B."""
-    out: list[str] = []
-    i = 0
-    while i < len(tags):
-        if tags[i] not in have:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(tags) and tags[j + 1] in have:
-            j += 1
-        out.append(tags[i] if i == j else f"{tags[i]}..{tags[j]}")
-        i = j + 1
-    return out
-
-
-def message_id(level: str, key: str, used: set[str]) -> str:
-    digest = hashlib.sha1(f"{level}\0{key}".encode()).hexdigest()
-    for n in range(8, 41):
-        mid = "m" + digest[:n]
-        if mid not in used:
-            used.add(mid)
-            return mid
-    raise ValueError("id collision")
 
 
 def to_message(a: Acc, order: dict[str, list[str]], used: set[str]) -> dict[str, Any]:
