@@ -191,8 +191,9 @@ def flight_progress(flight: FlightFrames) -> pl.DataFrame:
     per = e.group_by("rank", "pg_name").agg(
         pl.col("collective_seq_id").max().alias("_max_seq"),
         pl.col("collective_seq_id").filter(pl.col("state") == "completed").max().alias("_max_done"),
+        # (a batch of sends and receives, `coalesced`, carries the collective seq before it: not its work)
         pl.col("collective_seq_id")
-        .filter(pl.col("state").is_in(["scheduled", "started"]))
+        .filter(pl.col("state").is_in(["scheduled", "started"]) & (pl.col("op") != "coalesced"))
         .min()
         .alias("_open"),
         pl.col("collective_seq_id").filter(pl.col("retired").fill_null(False)).max().alias("_max_retired"),

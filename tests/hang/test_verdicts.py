@@ -158,3 +158,22 @@ def test_rank_facts_per_communicator(tmp_path: Path) -> None:
     stuck = f.filter(f["comm"] == job.comm_id(1)).sort("rank")
     assert stuck["last_op_count"].to_list() == [job.seq - 1, job.seq - 2, job.seq - 1, job.seq - 1]
     assert "Connection closed" in (stuck.filter(stuck["rank"] == 3)["last_warn"][0] or "")
+
+
+def test_flight_counts_collectives_not_pg_status_p2p_numbers(tmp_path: Path) -> None:
+    # torch 2.11 (samples/gpu/hang): after a batched send/recv, pg_status holds the P2P counter
+    # (last_enqueued_collective 15, last_completed_collective 12) while the entries say collective 71 is
+    # open; the batch's own `coalesced` entry carries seq 70 and is still open. Rank 1 never called #71.
+    from .fixtures import fr_dump, fr_entry
+
+    dumps = {}
+    for r in range(4):
+        ents = [fr_entry(i, i + 1) for i in range(70)] + [fr_entry(70, 70, op="coalesced", state="scheduled")]
+        if r == 1:
+            dumps[r] = fr_dump(ents, 70, 70, 4)
+            continue
+        ents += [fr_entry(71, 71, state="scheduled"), fr_entry(72, 72, op="broadcast", state="scheduled")]
+        dumps[r] = fr_dump(ents, 15, 12, 4)
+    v = build_hang_view(read_logs([]), read_flight(write_dumps(tmp_path, dumps)))
+    (h,) = v.verdicts
+    assert (h.klass, h.seq, h.culprits) == ("a", 71, (1,))
