@@ -144,7 +144,10 @@ def test_crash_leaves_a_silent_rank(capture: Callable[[str], CaptureResult]) -> 
         and observed["signal"] == "SIGKILL"
         and observed["status_before"] == "running"
     )
-    assert _manifest(res, 0)["status"] == "failed" and "launcher_observed" not in _manifest(res, 0)
+    # Rank 0 either sees gloo fail first (`failed`) or torchrun's SIGTERM, sent once it reaps rank 1,
+    # arrives first (`terminated`): a race between two processes, both an echo of rank 1's death.
+    assert _manifest(res, 0)["status"] in ("failed", "terminated")
+    assert "launcher_observed" not in _manifest(res, 0)
 
 
 def test_outer_deadline_ends_a_hang_and_flushes_evidence(tmp_path: Path) -> None:
