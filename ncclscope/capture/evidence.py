@@ -106,9 +106,10 @@ def torch_versions(torch: Any, backend: str) -> dict[str, Any]:
             out["nccl"] = ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v)
         except Exception as e:  # noqa: BLE001 - a torch built without NCCL raises anything
             out["nccl"] = f"unknown ({e})"
-        loaded = loaded_nccl_version()  # LD_PRELOAD / LD_LIBRARY_PATH may run another release
-        if loaded is not None and ".".join(map(str, loaded)) != out["nccl"]:
-            out["nccl_built"], out["nccl"] = out["nccl"], ".".join(map(str, loaded))
+        v = loaded_nccl_version()  # LD_PRELOAD / LD_LIBRARY_PATH may run another release
+        loaded = ".".join(map(str, v)) if v is not None else None
+        if loaded is not None and loaded != out["nccl"]:
+            out["nccl_built"], out["nccl"] = out["nccl"], loaded
     return out
 
 

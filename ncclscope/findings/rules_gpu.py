@@ -165,13 +165,13 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
         "Call torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES "
         "per process and the launcher's --local_rank / --gpus settings."
     )
+    on_one = sorted(set(same["bus_id"].drop_nulls().cast(pl.Utf8).to_list()))  # the Init lines' busIds
     if w.is_empty() and _all_completed(same):
-        shared = sorted(set(same["bus_id"].drop_nulls().cast(pl.Utf8).to_list()))
         return [
             make(
                 "duplicate-gpu",
                 "warning",
-                f"Several ranks share one GPU (busId {', '.join(shared)}) and NCCL accepted it",
+                f"Several ranks share one GPU (busId {', '.join(on_one)}) and NCCL accepted it",
                 "Those ranks completed NCCL init on one device (a host id per rank via NCCL_HOSTID, or "
                 "NCCL_MULTI_RANK_GPU_ENABLE=1): they time-slice that GPU, so their kernels and collectives run "
                 "at a fraction of their speed. Deliberate in a test, a mistake in training.",
@@ -182,7 +182,7 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
         ]
     # NCCL >= 2.30 names no device in its refusal (`Multiple Ranks are using the same GPU/Partition`):
     # the Init lines' busId then says which one
-    devices = devices or sorted(set(same["bus_id"].drop_nulls().cast(pl.Utf8).to_list()))
+    devices = devices or on_one
     title = "Several ranks were bound to the same GPU" + (f" (busId {', '.join(devices)})" if devices else "")
     return [
         make(
