@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -109,7 +110,7 @@ def start_log_workers(paths: list[str], trace: list[str], run: Tuning) -> None:
     so that their start-up (~0.4 s each) and ours overlap (`parse.logs.spawn`). Best effort: any input
     this cannot classify is left to the analysis, which reports it."""
     from ncclscope.parse.inputs import classify_inputs
-    from ncclscope.parse.logs.spawn import prestart
+    from ncclscope.parse.logs.spawn import polars_threads, prestart, workers_for
 
     try:
         logs = classify_inputs([*paths, *trace]).logs
@@ -117,3 +118,6 @@ def start_log_workers(paths: list[str], trace: list[str], run: Tuning) -> None:
     except (OSError, ValueError, InputError):
         return
     prestart(run, size)
+    threads = polars_threads(workers_for(run, size))  # this process reads pieces too: its share of the cores
+    if threads is not None and "polars" not in sys.modules:
+        os.environ.setdefault("POLARS_MAX_THREADS", str(threads))

@@ -75,12 +75,33 @@ def test_prestarted_workers_are_taken_by_the_pool(tmp_path: Path, monkeypatch: p
     early = spawn._SPARE[0]
     started: list[int] = []
     real = spawn.start
-    monkeypatch.setattr(spawn, "start", lambda: started.append(1) or real())
+    monkeypatch.setattr(spawn, "start", lambda *a: started.append(1) or real(*a))
     got = read_logs(paths, tuning=cut)
     assert not spawn._SPARE and not started  # the prestarted worker was taken, none other started
     assert early.wait(timeout=10) == 0  # and its stdin closed when the run ended
     _same(got, read_logs(paths, tuning=WHOLE))
     assert spawn.prestart(Tuning(), 10) == 0  # a small input set starts none
+
+
+def test_workers_share_the_cores_among_their_polars_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each process of a pool gets its share of the cores as Polars threads; a user's setting wins."""
+    monkeypatch.setattr(spawn, "_cores", lambda: 16)
+    assert [spawn.polars_threads(w) for w in (0, 1, 3, 7, 20)] == [None, 8, 4, 2, 1]
+    monkeypatch.setattr(spawn, "_cores", lambda: 2)
+    assert spawn.polars_threads(1) == 1
+    seen: list[str | None] = []
+
+    class Fake:
+        def __init__(self, *a: object, env: dict[str, str], **k: object) -> None:
+            seen.append(env.get("POLARS_MAX_THREADS"))
+
+    monkeypatch.setattr(spawn.subprocess, "Popen", Fake)
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    spawn.start(3)
+    spawn.start(None)
+    monkeypatch.setenv("POLARS_MAX_THREADS", "5")
+    spawn.start(3)
+    assert seen == ["3", None, "5"]
 
 
 def test_an_unreadable_input_is_reported(tmp_path: Path) -> None:

@@ -119,8 +119,9 @@ def run(
     queue = _Queue(pieces)
     failed: list[BaseException] = []
     threads = []
-    for _ in range(worker_count(tuning, pieces)):
-        proc = spawn.take()  # one the CLI started early, or a new one
+    workers = worker_count(tuning, pieces)
+    for _ in range(workers):
+        proc = spawn.take(workers)  # one the CLI started early, or a new one
         if proc is None:
             break
         t = threading.Thread(
