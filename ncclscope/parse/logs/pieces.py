@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -47,11 +47,12 @@ def _compressed(path: str) -> bool:
         return False
 
 
-def _cuts(path: str, size: int, step: int) -> list[int]:
-    """Byte offsets just after a newline, about `step` apart (0 first, `size` last)."""
+def _cuts(path: str, size: int, steps: Callable[[int], int]) -> list[int]:
+    """Byte offsets just after a newline (0 first, `size` last); the k-th cut about `steps(k)` bytes
+    after the one before."""
     out = [0]
     with open(path, "rb") as fh:
-        target = step
+        target = steps(0)
         while target < size:
             fh.seek(target)
             pos = target
@@ -68,17 +69,26 @@ def _cuts(path: str, size: int, step: int) -> list[int]:
             if pos >= size:
                 break
             out.append(pos)
-            target = pos + step
+            target = pos + steps(len(out) - 1)
     out.append(size)
     return out
 
 
-def plan(paths: Sequence[str], tuning: Tuning = DEFAULT, step: int | None = None) -> list[Piece]:
-    """Pieces of about `step` bytes (default `tuning.piece_bytes`), in input order."""
-    step = max(1, step if step is not None else tuning.piece_bytes)
+def plan(
+    paths: Sequence[str], tuning: Tuning = DEFAULT, step: int | Sequence[int] | None = None
+) -> list[Piece]:
+    """Pieces of about `step` bytes (default `tuning.piece_bytes`), in input order. A sequence of steps
+    sizes the pieces in turn (the last repeats): pieces that get smaller toward the end let processes
+    sharing them finish together. A run of small files is cut where a file ends nearest to its step
+    (up to 1.5x it: equal files split evenly); a big plain file is cut at line ends."""
+    given = step if step is not None else tuning.piece_bytes
+    sizes = [max(1, s) for s in ([given] if isinstance(given, int) else given)] or [tuning.piece_bytes]
     pieces: list[Piece] = []
     run: list[Segment] = []
     held = 0
+
+    def step_of(k: int) -> int:
+        return sizes[min(k, len(sizes) - 1)]
 
     def close() -> None:
         nonlocal run, held
@@ -88,13 +98,14 @@ def plan(paths: Sequence[str], tuning: Tuning = DEFAULT, step: int | None = None
 
     for path in paths:
         size = file_size(path)
-        if size is not None and size > step and not _compressed(path):
+        if size is not None and size > step_of(len(pieces)) and not _compressed(path):
             close()
-            cuts = _cuts(path, size, step)
+            first = len(pieces)
+            cuts = _cuts(path, size, lambda k: step_of(first + k))
             for k, (a, b) in enumerate(itertools.pairwise(cuts)):
                 pieces.append(Piece(len(pieces), (Segment(path, a, b, k),), b - a))
             continue
-        if held + (size or 0) > step:
+        if held + (size or 0) / 2 > step_of(len(pieces)):  # the file would end nearer the next piece
             close()
         run.append(Segment(path))
         held += size or 0

@@ -5,7 +5,7 @@ caller and `workers` worker processes at once. Each worker is a fresh interprete
 with `-c`, not `multiprocessing`: a spawned child would re-run the caller's main module, a notebook's or
 `python -m ncclscope`'s, and `fork` would copy Polars' threads half-made) that reads pickled pieces on
 stdin and writes pickled facts on stdout. One thread per worker feeds it the next piece as soon as it
-returns one; the caller takes pieces from the other end of the same queue. A worker that dies or cannot
+returns one; the caller takes pieces from the same queue. A worker that dies or cannot
 start leaves its piece to the others. Results come back as facts (small frames), merged by `merge.Merged`.
 """
 
@@ -54,17 +54,15 @@ def receive(inp: IO[bytes]) -> object:
 
 
 class _Queue:
-    """Pieces left: the workers take from the front, the caller from the back."""
+    """Pieces left, taken in order (the planner makes the last ones the smallest)."""
 
     def __init__(self, pieces: Sequence[Piece]) -> None:
         self.todo = deque(pieces)
         self.lock = threading.Lock()
 
-    def take(self, *, back: bool = False) -> Piece | None:
+    def take(self) -> Piece | None:
         with self.lock:
-            if not self.todo:
-                return None
-            return self.todo.pop() if back else self.todo.popleft()
+            return self.todo.popleft() if self.todo else None
 
     def give_back(self, piece: Piece) -> None:
         with self.lock:
@@ -78,8 +76,11 @@ def _feed(
     keep: Keep,
     finish: Callable[[PieceFacts], None],
     failed: list[BaseException],
+    fed: threading.Event,
 ) -> None:
-    """One worker: send it pieces one by one until none is left; its failure leaves the piece to others."""
+    """One worker: send it pieces one by one until none is left; its failure leaves the piece to others.
+    `fed` is set once none of its pieces is in flight; the worker's exit is then awaited here, not by
+    the caller."""
     assert proc.stdin is not None and proc.stdout is not None
     try:
         while (piece := queue.take()) is not None:
@@ -95,6 +96,7 @@ def _feed(
             assert isinstance(got, PieceFacts)
             finish(got)
     finally:
+        fed.set()
         for stream in (proc.stdin, proc.stdout):
             try:
                 stream.close()
@@ -118,26 +120,26 @@ def run(
 
     queue = _Queue(pieces)
     failed: list[BaseException] = []
-    threads = []
+    feeding: list[threading.Event] = []
     workers = worker_count(tuning, pieces)
     for _ in range(workers):
         proc = spawn.take(workers)  # one the CLI started early, or a new one
         if proc is None:
             break
-        t = threading.Thread(
+        fed = threading.Event()
+        threading.Thread(
             target=_feed,
-            args=(proc, queue, tuning, keep, finish, failed),
+            args=(proc, queue, tuning, keep, finish, failed, fed),
             daemon=True,
             name="ncclscope-log-worker",
-        )
-        t.start()
-        threads.append(t)
-    while (piece := queue.take(back=True)) is not None or any(t.is_alive() for t in threads):
+        ).start()
+        feeding.append(fed)
+    # Until every piece is done: a worker that dies gives its piece back before its event is set.
+    while (piece := queue.take()) is not None or not all(e.is_set() for e in feeding):
         if piece is not None:
             finish(reduce_piece(piece, tuning, keep))
         else:
-            for t in threads:
-                t.join(timeout=0.05)
+            next(e for e in feeding if not e.is_set()).wait(timeout=0.05)
     if failed:
         raise failed[0]
     return done

@@ -17,7 +17,7 @@ from ncclscope.tuning import Tuning
 _PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 _BOOT = (
     f"import sys; sys.path.insert(0, {_PKG!r}); import ncclscope; ncclscope.configure_process(); "
-    "from ncclscope.parse.logs.worker import serve; serve()"
+    "from ncclscope.parse.logs.worker import serve; serve(); sys.stdout.flush(); import os; os._exit(0)"
 )
 _SPARE: list[subprocess.Popen[bytes]] = []  # started by `prestart`, not yet taken by a pool
 

@@ -1,7 +1,8 @@
 """Parse stage, log worker process: reduce the pieces its caller (`pool.run`) sends, one at a time.
 
 Started as `python -c` by the pool: reads a pickled (piece, tuning, keep) on stdin, writes the pickled
-`PieceFacts` (or the exception the reduction raised) on stdout, until stdin ends.
+`PieceFacts` (or the exception the reduction raised) on stdout, until stdin ends. The boot line then
+ends the process without tearing down its frames one by one (`os._exit`, as the CLI does).
 """
 
 from __future__ import annotations
