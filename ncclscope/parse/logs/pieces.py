@@ -8,6 +8,7 @@ shifts them by the lines of the segments before (`Segment.part` > 0 only for cut
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -74,6 +75,10 @@ def _cuts(path: str, size: int, steps: Callable[[int], int]) -> list[int]:
     return out
 
 
+def _shifted(steps: Callable[[int], int], first: int, k: int) -> int:
+    return steps(first + k)
+
+
 def plan(
     paths: Sequence[str], tuning: Tuning = DEFAULT, step: int | Sequence[int] | None = None
 ) -> list[Piece]:
@@ -100,8 +105,7 @@ def plan(
         size = file_size(path)
         if size is not None and size > step_of(len(pieces)) and not _compressed(path):
             close()
-            first = len(pieces)
-            cuts = _cuts(path, size, lambda k: step_of(first + k))
+            cuts = _cuts(path, size, functools.partial(_shifted, step_of, len(pieces)))
             for k, (a, b) in enumerate(itertools.pairwise(cuts)):
                 pieces.append(Piece(len(pieces), (Segment(path, a, b, k),), b - a))
             continue
