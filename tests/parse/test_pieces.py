@@ -50,6 +50,21 @@ def test_plan_cuts_big_files_at_line_ends_and_groups_small_ones(tmp_path: Path) 
     assert [s.path for s in plan[-1].segments] == [str(small[1]), str(small[2])]  # small files together
 
 
+def test_a_step_schedule_shrinks_the_pieces_in_turn(tmp_path: Path) -> None:
+    """Steps in turn (the last repeats); equal small files split where a file ends nearest the step."""
+    files = []
+    for i in range(12):
+        files.append(tmp_path / f"r{i:02}.log")
+        files[-1].write_bytes(b"x" * 99 + b"\n")  # 100 bytes each
+    plan = pieces.plan([str(p) for p in files], Tuning(), [400, 400, 200])
+    assert [len(p.segments) for p in plan] == [4, 4, 2, 2]
+    big = tmp_path / "big.log"
+    big.write_bytes(b"".join(b"y" * 9 + b"\n" for _ in range(100)))  # 1,000 bytes, lines of 10
+    plan = pieces.plan([str(big)], Tuning(), [400, 300, 100])
+    assert [p.size for p in plan] == [410, 310, 110, 110, 60]  # each cut after the line end past its step
+    assert [p.index for p in plan] == list(range(5))
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 def test_pieces_and_workers_give_the_one_pass_frames(tmp_path: Path, workers: int) -> None:
     paths = _inputs(tmp_path)
