@@ -85,8 +85,8 @@ def _bad(df: pl.DataFrame, checked: dict[str, tuple[pl.Expr, pl.Expr]]) -> pl.Ex
 
 def overflow(df: pl.DataFrame, col: str = OVF) -> pl.DataFrame:
     """(path, field, n): how many values of each field `col` names, per input (a counted note each)."""
-    if col not in df.columns or df.is_empty():
-        return pl.DataFrame(schema={"path": pl.Utf8, "field": pl.Utf8, "n": pl.Int64})
+    if col not in df.columns or df.is_empty() or not (df[col] != "").any():
+        return pl.DataFrame(schema={"path": pl.Utf8, "field": pl.Utf8, "n": pl.Int64})  # none (the rule)
     named = df.select("path", pl.col(col).str.split(",").alias("field")).explode("field")
     return (
         named.filter(pl.col("field").fill_null("") != "")
