@@ -3,6 +3,7 @@
 Inputs (generated once under bench/out/, by child processes):
   rank, pool, line   64 ranks x 20,000 COLL lines (NCCL 2.21), buffers as real jobs use them: one buffer per
                      rank; a caching allocator's pool (64 buffers x 24 sizes per rank); a new buffer every line
+  rccl               as `line`, each COLL line ending as RCCL prints it (` task 0 globalrank R` after the stream)
   mixed              one application-heavy training log as `srun -l` writes it (>= 500 MB, ~0.1% NCCL lines,
                      MLLOG JSON, warnings, tqdm bars, tracebacks) with three IB completion WARNs that must be found
 
@@ -74,7 +75,8 @@ def ensure(kind: str, ranks: int, coll: int, mixed: str) -> Path:
             "--coll",
             str(coll),
             "--buffers",
-            kind,
+            "line" if kind == "rccl" else kind,
+            *(["--rccl"] if kind == "rccl" else []),
             "--out",
             str(out),
         ]
@@ -260,7 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ab", metavar="TREE", help="a baseline source tree (git worktree) run alternately")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
-        "--only", action="append", choices=("rank", "pool", "line", "mixed"), help="inputs (default: all)"
+        "--only",
+        action="append",
+        choices=("rank", "pool", "line", "rccl", "mixed"),
+        help="inputs (default: all)",
     )
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--coll", type=int, default=20000, help="COLL lines per rank")
@@ -270,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     base = Path(args.ab).resolve() if args.ab else None
-    kinds = args.only or ["rank", "pool", "line", "mixed"]
+    kinds = args.only or ["rank", "pool", "line", "rccl", "mixed"]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{cores} core(s), load {os.getloadavg()[0]:.1f}, repeat {args.repeat}", flush=True)
     results = [

@@ -10,7 +10,7 @@ that op count (a hang); `--torch` appends PyTorch watchdog lines for stalled job
 `--buffers` picks how send/recv buffers vary, as real jobs use them (the size and op of opCount k are the
 same on every rank, so no collective mismatches): `rank` one buffer per rank; `pool` a caching allocator's
 pool (FSDP/ZeRO): each line takes one of 64 buffers per rank and one of 24 sizes; `line` a new buffer on
-every line.
+every line. `--rccl` ends each COLL line as RCCL prints it (` task 0 globalrank R` after the stream).
 
     python bench/gen_logs.py --ranks 64 --coll 20000 --out bench/out/r64
 """
@@ -120,13 +120,14 @@ def _buffers(r: Rank, buffers: str) -> tuple[str, str]:
     return r.buf, r.buf
 
 
-def coll_line(r: Rank, op_count: int, rng: random.Random, buffers: str = "rank") -> str:
+def coll_line(r: Rank, op_count: int, rng: random.Random, buffers: str = "rank", rccl: bool = False) -> str:
     op = OPS[op_count % len(OPS)]
     send, recv = _buffers(r, buffers)
     return (
         r.p()
         + f"{op}: opCount {op_count:x} sendbuff {send} recvbuff {recv} count {_size(op_count, buffers)} "
         f"datatype 7 op 0 root 0 comm {r.comm} [nranks={r.nranks}] stream {r.stream}"
+        + (f" task 0 globalrank {r.rank}" if rccl else "")
     )
 
 
@@ -144,7 +145,7 @@ def rank_lines(
     yield from init_lines(r, args.gpus_per_node, comm_id)
     last = stalls.get(r.rank, args.coll)
     for k in range(min(last, args.coll)):
-        yield coll_line(r, k, rng, args.buffers)
+        yield coll_line(r, k, rng, args.buffers, getattr(args, "rccl", False))
     if stalls and args.torch:
         yield torch_timeout(r, min(stalls.values()) + 1)
 
@@ -195,6 +196,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--torch", action="store_true", help="append watchdog timeout lines when stalled")
     ap.add_argument(
         "--buffers", choices=BUFFERS, default="rank", help="how send/recv buffers vary (see above)"
+    )
+    ap.add_argument(
+        "--rccl",
+        action="store_true",
+        help="COLL lines as RCCL prints them: ` task 0 globalrank R` after the stream pointer (RCCL docs)",
     )
     ap.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)

@@ -25,16 +25,19 @@ ODD = [  # (line, taken by the fast path)
     ("[2025-04-06 22:31:56] " + P + "INFO " + MSG.format(op="0", n=8), True),
     (
         P + "INFO " + MSG.format(op="ffffffff", n=16) + "   ",
-        False,
-    ),  # trailing blanks: cleaned by the general path
+        True,
+    ),  # trailing blanks: the rule's optional detail here (the general path cleans them): one row either way
     ("\x1b[36m" + P + "INFO " + MSG.format(op="2", n=8) + "\x1b[0m", False),  # ANSI colours
     ("**" + P + "INFO " + MSG.format(op="2b", n=8), False),  # markdown bold in the head
     (P + "WARN " + MSG.format(op="3", n=8), False),  # a WARN row is also a warnings row
     (P + "INFO " + MSG.format(op="zz", n=8), False),  # not a hex token
     (
         P + "INFO " + MSG.format(op="4", n=8) + " again: opCount 5 sendbuff x",
-        False,
-    ),  # the literal twice (detail)
+        True,
+    ),  # the literals again, in the rule's optional trailing detail
+    (P + "INFO " + MSG.format(op="c", n=8) + " task 0 globalrank 3", True),  # RCCL's trailing detail
+    (P + "INFO " + MSG.format(op="d", n=8) + " task", True),
+    (P + "INFO " + MSG.format(op="e", n=8) + "task 0", False),  # no blank: not the stream pointer's end
     (P + "INFO AllReduce: opCount 6 sendbuff 0x7f01 and then nothing the grammar knows", False),
     ("no prefix at all: opCount 7 sendbuff 0x1", False),
     (P + "INFO " + MSG.format(op="8", n="9" * 2100), False),  # longer than MAX_TEXT
@@ -47,7 +50,7 @@ ODD = [  # (line, taken by the fast path)
         True,
     ),  # a literal in the head (junk before a prefix)
     ("nödé-1:100:101 [0] NCCL INFO " + MSG.format(op="a", n=8), False),  # not ASCII
-    (P + "INFO " + MSG.format(op="b", n=8) + " NCCL INFO x", False),  # a second prefix
+    (P + "INFO " + MSG.format(op="b", n=8) + " NCCL INFO x", True),  # a second prefix: detail for both paths
 ]
 GENERAL = Tuning(fast_paths=False)
 
@@ -89,8 +92,8 @@ def test_fast_path_equals_general_path(tmp_path: Path) -> None:
     _same(paths)
     _same(paths, polars_regex_min_rows=0, batch_lines=7, pending_lines=5)
     assert (
-        read_logs(paths).collectives.height == 40 + 30 + len(ODD) - 3
-    )  # all but the three lines of no family
+        read_logs(paths).collectives.height == 40 + 30 + len(ODD) - 4
+    )  # all but the four lines of no family
 
 
 def test_fast_path_takes_plain_lines_and_leaves_odd_ones(tmp_path: Path) -> None:
@@ -109,7 +112,8 @@ def test_fast_path_takes_plain_lines_and_leaves_odd_ones(tmp_path: Path) -> None
 
 
 def _random_coll(rng: random.Random, n: int) -> list[str]:
-    """COLL lines with the fields real jobs vary: buffers, counts, comms, streams, opCounts, datatypes, ops."""
+    """COLL lines with the fields real jobs vary: buffers, counts, comms, streams, opCounts, datatypes, ops,
+    and RCCL's trailing ` task N globalrank G`."""
     ops = ["AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "Send", "Recv", "AllToAll"]
     wrappers = [
         "",
@@ -140,6 +144,7 @@ def _random_coll(rng: random.Random, n: int) -> list[str]:
             + f"{rng.choice(ops)}: opCount {op_count} sendbuff {ptr()} recvbuff {ptr()} count {rng.choice([0, 1, 7, 1 << 20, 10**15])} "
             f"datatype {rng.randrange(10)} op {rng.randrange(5)} root {rng.choice([-1, 0, 3])} comm {rng.choice(comms)} "
             f"[nranks={rng.choice([1, 8, 1024])}] stream {ptr()}"
+            + rng.choice(["", "", f" task {rng.randrange(3)} globalrank {rng.randrange(1024)}", " x"])
         )
     return out
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -133,3 +136,34 @@ def test_line_numbers_of_later_cuts_are_shifted(tmp_path: Path) -> None:
     assert lf.versions["line"].to_list() == list(range(1, 3001))
     assert lf.versions.filter(pl.col("line") == 2500)["value"].to_list() == ["2499"]
     assert lf.inputs[0].lines == 3000
+
+
+def test_configure_process_sets_polars_defaults_and_a_user_value_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ncclscope
+
+    monkeypatch.delenv("POLARS_ENGINE_AFFINITY", raising=False)
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "mine")
+    ncclscope.configure_process()
+    assert os.environ["POLARS_ENGINE_AFFINITY"] == "in-memory" and os.environ["_RJEM_MALLOC_CONF"] == "mine"
+
+
+def test_the_cli_gives_itself_its_share_of_the_cores_before_importing_polars(tmp_path: Path) -> None:
+    """With a worker, the calling process too runs Polars on its share of the cores (a fresh interpreter:
+    this one has imported Polars already); a user's POLARS_MAX_THREADS wins."""
+    log = tmp_path / "a.log"
+    log.write_text("node-1:1:1 [0] NCCL INFO cudaDriverVersion 12040\n")
+    code = (
+        "import os, sys; from ncclscope.cli.options import start_log_workers; from ncclscope.tuning import Tuning;"
+        f"start_log_workers([{str(log)!r}], [], Tuning(log_pool_min_bytes=0, log_workers=1));"
+        "from ncclscope.parse.logs import spawn; print(os.environ.get('POLARS_MAX_THREADS'), spawn._cores() // 2,"
+        " 'polars' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    got, share, imported = out.stdout.split()
+    assert got == str(max(1, int(share))) and imported == "False"
+    env["POLARS_MAX_THREADS"] = "7"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[0] == "7"

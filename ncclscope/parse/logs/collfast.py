@@ -7,10 +7,11 @@ first occurrence: the line is checked with the rule's own regex (no capture grou
 ASCII lines, which is all this path takes, `\\d` is `[0-9]`), the literals are found by substring
 search and the fields cut out between them. The head before ` NCCL INFO ` (wrappers and prefix)
 repeats for every line of a thread; each distinct head goes through the general prefix and wrapper
-patterns once (`peel.parse_heads`). Lines that do not fit this plan exactly (another ` NCCL ` on the
-line, a literal met in the head, text after the stream pointer, ANSI residue or trailing blanks in the
-head, non-ASCII text, longer than MAX_TEXT, a number beyond 64 bits) are left to the general path, which
-gives the same rows (and counts a note on the number).
+patterns once (`peel.parse_heads`). The rule's optional trailing `detail` (RCCL prints
+` task N globalrank G` after the stream pointer) is matched and dropped, as the general path drops it.
+Lines that do not fit this plan exactly (another ` NCCL ` on the line, a literal met in the head, ANSI
+residue or trailing blanks in the head, non-ASCII text, longer than MAX_TEXT, a number beyond 64 bits)
+are left to the general path, which gives the same rows (and counts a note on the number).
 """
 
 from __future__ import annotations
@@ -31,14 +32,20 @@ _DIRTY = peel.ANSI  # heads `peel.clean` would change (the line itself ends with
 
 
 def ascii_regex(pattern: str) -> str:
-    """`pattern` for ASCII text: `\\d` outside character classes becomes `[0-9]` (Unicode digit classes
-    make Polars' regex automaton several times bigger and slower; on ASCII text they match the same)."""
+    """`pattern` for ASCII text under `(?-u)`: `\\d` outside character classes becomes `[0-9]` (Unicode digit
+    classes make Polars' regex automaton several times bigger and slower) and `.` becomes the ASCII
+    characters but the line feed (a byte-wise `.` could match invalid UTF-8, which Polars refuses); on
+    ASCII text both match the same."""
     out, i, in_class = [], 0, False
     while i < len(pattern):
         c = pattern[i]
         if c == "\\" and i + 1 < len(pattern):
             out.append("[0-9]" if pattern[i + 1] == "d" and not in_class else pattern[i : i + 2])
             i += 2
+            continue
+        if c == "." and not in_class:
+            out.append("[\\x00-\\x09\\x0b-\\x7f]")
+            i += 1
             continue
         if c == "[" and not in_class:
             in_class = True
@@ -61,12 +68,13 @@ def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return fields, lits
 
 
+TRAILER = "detail"  # the rule ends `stream (" " detail)?`: text NCCL forks print after the stream, not kept
 SPLIT = "count"  # facts: the fields from here on (size, type, op, root, comm, stream) repeat line after line
 
 
 @functools.cache
 def message_regex(full: bool, part: str = "all") -> str:
-    """The rule without its optional trailing `detail`, anchored, for ASCII messages (`(?-u)`, digits as
+    """The rule (its optional trailing `detail` matched, not captured), anchored, for ASCII messages (`(?-u)`, digits as
     `[0-9]`: Unicode classes make Polars' automaton several times slower; on ASCII text they match the
     same). Groups: every field when `full`; else op, op_count, `_sig` (count to datatype) and `_comm`
     (comm pointer to nranks), what `collfacts` needs. `part` "head"/"tail": the fields before SPLIT, or
@@ -100,6 +108,8 @@ def message_regex(full: bool, part: str = "all") -> str:
             out.append(")")
         if k < len(lits) and not (part == "head" and k == cut - 1):
             out.append(_escape(lits[k]))
+    if part != "head":  # the rule's optional `(" " detail)?` (RCCL: `… stream 0x… task 0 globalrank 3`)
+        out.append(f"(?: {G.rule_regex(TRAILER, capture=False)})?")
     return "(?-u)^" + ascii_regex("".join(out)) + "$"
 
 
