@@ -176,3 +176,56 @@ def test_facts_of_big_inputs_equal_those_of_the_full_frame(tmp_path: Path) -> No
     assert_frame_equal(big.coll.procs.drop("seq"), small.coll.procs.drop("seq"))
     assert_frame_equal(_sets(big), _sets(small))
     assert_frame_equal(big.collectives, small.collectives)  # read again on demand
+
+
+def _stamped_coll(rng: random.Random, n: int) -> list[str]:
+    """COLL lines behind a timestamp that changes every line (kubectl --timestamps, CloudWatch, GitHub
+    Actions, Python logging, NCCL's `[%F %T] `), some also behind a rank tag, some with none."""
+    procs = [f"{w}host-{i % 2}:{100 + i}:{200 + i} [{i}] NCCL INFO " for i in range(8) for w in ("", "12: ")]
+    base = [rng.choice(procs) + x.split(" NCCL INFO ", 1)[1] for x in _random_coll(rng, n)]  # 16 heads
+    out = []
+    for k, line in enumerate(base):
+        t = f"2026-11-23T10:{k // 600 % 60:02}:{k // 10 % 60:02}.{rng.getrandbits(20):06}"
+        stamp = rng.choice(
+            [
+                f"{t}Z ",
+                f"[{t.replace('T', ' ')[:19]}] ",
+                f"  | {t}-07:00 | ",
+                f"{t.replace('T', ' ')[:19]},{k % 1000:03} - INFO - ",
+                f"{t}Z [rank{k % 8}]:",
+                "",
+                f"{t[:4]}-99-99T99:99:99Z ",  # a stamp that is no date: no timestamp
+            ]
+        )
+        out.append(stamp + line)
+    return out
+
+
+def test_lines_behind_a_timestamp_of_their_own(tmp_path: Path) -> None:
+    """Every head distinct (a per-line timestamp): the heads are parsed without it and give the general
+    path's rows, timestamps, streams and facts."""
+    for seed in range(3):
+        rng = random.Random(100 + seed)
+        path = tmp_path / f"s{seed}.log"
+        path.write_text("\n".join(_stamped_coll(rng, 600)) + "\n")
+        _same([str(path)])
+        lf = read_logs([str(path)])
+        assert lf.collectives["ts_us"].is_not_null().sum() > 300
+        raw = pl.concat(list(read_chunks(str(path), ReadStats())))
+        rows, heads, _ = collfast.take(raw, full=False)
+        assert collfast.STAMPED in rows.columns and heads.height < rows.height / 4
+
+
+def test_a_second_stamp_behind_the_first_keeps_the_whole_heads(tmp_path: Path) -> None:
+    """Two stamps in front of the prefix: the rest keeps a timestamp of its own, so its whole head is
+    parsed; the same rows either way."""
+    lines = [
+        f"2026-11-23T10:00:{k % 60:02}.{k:06}Z [2026-11-23 10:00:{k % 60:02}] "
+        + P
+        + "INFO "
+        + MSG.format(op=f"{k:x}", n=8)
+        for k in range(200)
+    ]
+    path = tmp_path / "two.log"
+    path.write_text("\n".join(lines) + "\n")
+    _same([str(path)])

@@ -43,8 +43,18 @@ def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
         pl.col("line").max().alias("last_line"),
         pl.len().cast(pl.Int64).alias("n_lines"),
         pl.col("text").last().alias("last_text"),
+        *_stamped(df),
     )
-    runs = runs.join(heads, on="_head", how="left").with_columns(
+    runs = runs.join(heads, on="_head", how="left")
+    if collfast.STAMPED in df.columns:  # heads parsed without their timestamp wrapper: the lines' own
+        runs = runs.with_columns(  # (a head with a timestamp of its own stamps every line of its run)
+            pl.coalesce("_wts", "ts_us").alias("ts_us"),
+            pl.when(pl.col("ts_us").is_not_null())
+            .then(pl.col("last_line"))
+            .otherwise("ts_line")
+            .alias("ts_line"),
+        )
+    runs = runs.with_columns(
         *collfast.sig_fields(pl.col("_sig"), pl.col("_comm")),
         pl.when(pl.col("_np") > 0).then(pl.struct("_s1", "_s2", "_np").hash(FC.SEED)).alias("seq"),
     )
@@ -58,6 +68,17 @@ def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     )
     procs, seqs = _per_key(runs.filter(pl.col("n_coll") > 0), S.conform(sets, S.COLL_SEQS))
     return procs, seqs, streams.from_runs(runs)
+
+
+def _stamped(df: pl.DataFrame) -> list[pl.Expr]:
+    """Per run, the last timestamp a line's own wrapper gave and its line (`collfast._split_stamps`)."""
+    if collfast.STAMPED not in df.columns:
+        return []
+    ts = pl.col(collfast.STAMPED)
+    return [
+        ts.drop_nulls().last().alias("_wts"),
+        pl.col("line").filter(ts.is_not_null()).last().alias("ts_line"),
+    ]
 
 
 def _per_key(runs: pl.DataFrame, sets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

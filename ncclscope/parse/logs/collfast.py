@@ -146,7 +146,7 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     rows = _all(c, fields, start) if full else _facts(c, lits[fields.index(SPLIT) - 1], start)
     if rows.is_empty():
         return raw.clear(), _no_heads(), raw
-    heads = peel.parse_heads(rows["_head"].unique())
+    rows, heads = _split_stamps(rows)
     # (a prefix field out of range goes the general path's way too: it counts a note on it)
     heads = heads.filter(~pl.col("_head").str.contains(_DIRTY) & (pl.col(peel.OVF_PREFIX) == ""))
     heads = heads.drop(peel.OVF_PREFIX)
@@ -158,6 +158,88 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
         else raw.filter(pl.repeat(True, raw.height, eager=True).scatter(rows["_c"], False))
     )
     return rows.drop("_c"), heads, rest
+
+
+STAMPED = "_wts_us"  # a line's timestamp from a leading timestamp wrapper cut off its head (`_split_stamps`)
+
+
+def _split_stamps(rows: pl.DataFrame, *, force: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows, their heads parsed). A head repeats for every line of a thread, so each distinct head is
+    parsed once; but a leading timestamp wrapper (`kubectl logs --timestamps`, CloudWatch, GitHub
+    Actions, Python logging, NCCL's own `[%F %T] `) makes every head distinct. When most are (or
+    `force`), the wrappers in front of the first one that carries a timestamp, and it, are cut off each
+    distinct head in a few vectorised passes, as long as none of them carries a rank; the timestamp is
+    kept per line (STAMPED) and the rest deduplicated and parsed once. That gives the fields of the
+    whole head (the general path takes the first timestamp and the first rank a wrapper carries); a
+    rest with a timestamp of its own keeps its whole head."""
+    distinct = rows["_head"].unique()
+    if not force and distinct.len() * 4 <= rows.height:
+        return rows, peel.parse_heads(distinct)
+    table = _cut_stamps(distinct)
+    heads = peel.parse_heads(table["_rest"].unique())
+    own = heads.filter(pl.col("ts_us").is_not_null())["_head"]  # rests stamped themselves: whole heads
+    if own.len():
+        back = pl.col("_rest").is_in(own.implode())
+        table = table.with_columns(
+            pl.when(back).then(pl.col("_head")).otherwise(pl.col("_rest")).alias("_rest"),
+            pl.when(back).then(None).otherwise(pl.col(STAMPED)).alias(STAMPED),
+        )
+        whole = table.filter(back)["_rest"].unique()
+        heads = pl.concat([heads.filter(pl.col("ts_us").is_null()), peel.parse_heads(whole)])
+        heads = heads.unique("_head", keep="first")
+    if table[STAMPED].is_null().all() and not table.filter(pl.col("_rest") != pl.col("_head")).height:
+        return rows, heads
+    rows = rows.join(table, on="_head", how="left", maintain_order="left")
+    return rows.drop("_head").rename({"_rest": "_head"}), heads
+
+
+def _cut_stamps(distinct: pl.Series) -> pl.DataFrame:
+    """`_head`, `_rest` (the head without its leading wrappers up to the first timestamp, or whole) and
+    STAMPED (that timestamp, µs) of distinct heads."""
+    pat = peel.wrapper_pattern()
+    pending = distinct.to_frame().with_columns(pl.lit(0, pl.Int64).alias("_at"))
+    done: list[pl.DataFrame] = []
+    for _ in range(peel.MAX_WRAPPERS):
+        if pending.is_empty():
+            break
+        g = pending["_head"].str.slice(pending["_at"]).str.extract_groups(pat)
+        names = g.struct.fields
+
+        def first(f: str, g: pl.Series = g, names: list[str] = names) -> pl.Series:
+            cols = [g.struct.field(n) for n in names if G.base_field(n) == f]
+            return (
+                pl.select(pl.coalesce(cols)).to_series()
+                if cols
+                else pl.repeat(None, g.len(), dtype=pl.Utf8, eager=True)
+            )
+
+        w, ts = g.struct.field("_w"), first("ts")
+        ranked = first("rank_hint").is_not_null() | first("rank_tag").is_not_null()
+        stop = w.is_null() | ranked  # no wrapper left, or one with a rank before any timestamp: keep whole
+        stamped = ~stop & ts.is_not_null()
+        done.append(
+            pending.filter(stop.fill_null(True)).select(
+                "_head", pl.col("_head").alias("_rest"), pl.lit(None, pl.Float64).alias(STAMPED)
+            )
+        )
+        hit = pending.with_columns(w.str.len_chars().alias("_n"), ts.alias("_ts")).filter(
+            stamped.fill_null(False)
+        )
+        done.append(
+            hit.select(
+                "_head",
+                pl.col("_head").str.slice(pl.col("_at") + pl.col("_n")).alias("_rest"),
+                peel.parse_ts(pl.col("_ts")).alias(STAMPED),
+            )
+        )
+        go = (~stop & ts.is_null()).fill_null(False)
+        pending = pending.with_columns((pl.col("_at") + w.str.len_chars().fill_null(0)).alias("_at")).filter(
+            go
+        )
+    done.append(
+        pending.select("_head", pl.col("_head").alias("_rest"), pl.lit(None, pl.Float64).alias(STAMPED))
+    )
+    return pl.concat(done)
 
 
 def _all(c: pl.LazyFrame, fields: tuple[str, ...], start: pl.Expr) -> pl.DataFrame:
@@ -229,6 +311,9 @@ def _no_heads() -> pl.DataFrame:
 
 def with_heads(rows: pl.DataFrame, heads: pl.DataFrame) -> pl.DataFrame:
     """COLL rows with their prefix fields: the COLLECTIVES frame (`full` rows)."""
-    return S.conform(
-        rows.join(heads, on="_head", how="left", maintain_order="left").drop("_head"), S.COLLECTIVES
-    )
+    out = rows.join(heads, on="_head", how="left", maintain_order="left").drop("_head")
+    if (
+        STAMPED in out.columns
+    ):  # heads parsed without their timestamp wrapper: the line's own, else the head's
+        out = out.with_columns(pl.coalesce(STAMPED, "ts_us").alias("ts_us"))
+    return S.conform(out, S.COLLECTIVES)

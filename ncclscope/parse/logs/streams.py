@@ -74,7 +74,11 @@ def from_runs(runs: pl.DataFrame) -> pl.DataFrame:
         "last_line",
         "n_lines",
         pl.col("ts_us").alias("last_ts_us"),
-        pl.when(pl.col("ts_us").is_not_null()).then(pl.col("last_line")).alias("_ts_line"),
+        (
+            pl.col("ts_line")  # the last line with a timestamp (lines of a run may differ: `collfacts`)
+            if "ts_line" in runs.columns
+            else pl.when(pl.col("ts_us").is_not_null()).then(pl.col("last_line"))
+        ).alias("_ts_line"),
         "last_text",
     )
     return merge([S.conform(out, PART)])
