@@ -4,6 +4,7 @@ Inputs (generated once under bench/out/, by child processes):
   rank, pool, line   64 ranks x 20,000 COLL lines (NCCL 2.21), buffers as real jobs use them: one buffer per
                      rank; a caching allocator's pool (64 buffers x 24 sizes per rank); a new buffer every line
   rccl               as `line`, each COLL line ending as RCCL prints it (` task 0 globalrank R` after the stream)
+  stamped            as `line`, a timestamp in front of every line as `kubectl logs --timestamps` writes it
   mixed              one application-heavy training log as `srun -l` writes it (>= 500 MB, ~0.1% NCCL lines,
                      MLLOG JSON, warnings, tqdm bars, tracebacks) with three IB completion WARNs that must be found
 
@@ -75,8 +76,9 @@ def ensure(kind: str, ranks: int, coll: int, mixed: str) -> Path:
             "--coll",
             str(coll),
             "--buffers",
-            "line" if kind == "rccl" else kind,
+            "line" if kind in ("rccl", "stamped") else kind,
             *(["--rccl"] if kind == "rccl" else []),
+            *(["--stamps"] if kind == "stamped" else []),
             "--out",
             str(out),
         ]
@@ -264,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         action="append",
-        choices=("rank", "pool", "line", "rccl", "mixed"),
+        choices=("rank", "pool", "line", "rccl", "stamped", "mixed"),
         help="inputs (default: all)",
     )
     ap.add_argument("--ranks", type=int, default=64)
@@ -275,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     base = Path(args.ab).resolve() if args.ab else None
-    kinds = args.only or ["rank", "pool", "line", "rccl", "mixed"]
+    kinds = args.only or ["rank", "pool", "line", "rccl", "stamped", "mixed"]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{cores} core(s), load {os.getloadavg()[0]:.1f}, repeat {args.repeat}", flush=True)
     results = [

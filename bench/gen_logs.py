@@ -10,7 +10,8 @@ that op count (a hang); `--torch` appends PyTorch watchdog lines for stalled job
 `--buffers` picks how send/recv buffers vary, as real jobs use them (the size and op of opCount k are the
 same on every rank, so no collective mismatches): `rank` one buffer per rank; `pool` a caching allocator's
 pool (FSDP/ZeRO): each line takes one of 64 buffers per rank and one of 24 sizes; `line` a new buffer on
-every line. `--rccl` ends each COLL line as RCCL prints it (` task 0 globalrank R` after the stream).
+every line. `--rccl` ends each COLL line as RCCL prints it (` task 0 globalrank R` after the stream);
+`--stamps` puts a timestamp in front of every line, as `kubectl logs --timestamps` does.
 
     python bench/gen_logs.py --ranks 64 --coll 20000 --out bench/out/r64
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -142,6 +144,20 @@ def torch_timeout(r: Rank, seq: int) -> str:
 def rank_lines(
     r: Rank, args: argparse.Namespace, comm_id: str, stalls: dict[int, int], rng: random.Random
 ) -> Iterator[str]:
+    lines = _rank_lines(r, args, comm_id, stalls, rng)
+    if not getattr(args, "stamps", False):
+        yield from lines
+        return
+    t0 = 1_795_000_000_000_000 + r.rank  # µs: a stamp per line, ~250 µs apart, as a log collector adds
+    for k, line in enumerate(lines):
+        yield time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((t0 + 250 * k) // 10**6)) + (
+            f".{(t0 + 250 * k) % 10**6:06}{rng.randrange(1000):03}Z {line}"
+        )
+
+
+def _rank_lines(
+    r: Rank, args: argparse.Namespace, comm_id: str, stalls: dict[int, int], rng: random.Random
+) -> Iterator[str]:
     yield from init_lines(r, args.gpus_per_node, comm_id)
     last = stalls.get(r.rank, args.coll)
     for k in range(min(last, args.coll)):
@@ -201,6 +217,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--rccl",
         action="store_true",
         help="COLL lines as RCCL prints them: ` task 0 globalrank R` after the stream pointer (RCCL docs)",
+    )
+    ap.add_argument(
+        "--stamps",
+        action="store_true",
+        help="a timestamp in front of every line, as `kubectl logs --timestamps` writes it (RFC 3339, ns)",
     )
     ap.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)
