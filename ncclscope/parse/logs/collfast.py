@@ -163,17 +163,17 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
 STAMPED = "_wts_us"  # a line's timestamp from a leading timestamp wrapper cut off its head (`_split_stamps`)
 
 
-def _split_stamps(rows: pl.DataFrame, *, force: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(rows, their heads parsed). A head repeats for every line of a thread, so each distinct head is
     parsed once; but a leading timestamp wrapper (`kubectl logs --timestamps`, CloudWatch, GitHub
-    Actions, Python logging, NCCL's own `[%F %T] `) makes every head distinct. When most are (or
-    `force`), the wrappers in front of the first one that carries a timestamp, and it, are cut off each
-    distinct head in a few vectorised passes, as long as none of them carries a rank; the timestamp is
-    kept per line (STAMPED) and the rest deduplicated and parsed once. That gives the fields of the
-    whole head (the general path takes the first timestamp and the first rank a wrapper carries); a
-    rest with a timestamp of its own keeps its whole head."""
+    Actions, Python logging, NCCL's own `[%F %T] `) makes every head distinct. When most are, the
+    wrappers in front of the first one that carries a timestamp, and it, are cut off each distinct head
+    in a few vectorised passes, as long as none of them carries a rank; the timestamp is kept per line
+    (STAMPED) and the rest deduplicated and parsed once. That gives the fields of the whole head (the
+    general path takes the first timestamp and the first rank a wrapper carries); a rest with a
+    timestamp of its own keeps its whole head. Tests: random stamped lines give the general path's rows."""
     distinct = rows["_head"].unique()
-    if not force and distinct.len() * 4 <= rows.height:
+    if distinct.len() * 4 <= rows.height:
         return rows, peel.parse_heads(distinct)
     table = _cut_stamps(distinct)
     heads = peel.parse_heads(table["_rest"].unique())
