@@ -166,7 +166,7 @@ STAMPED = "_wts_us"  # a line's timestamp from a leading timestamp wrapper cut o
 def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(rows, their heads parsed). A head repeats for every line of a thread, so each distinct head is
     parsed once; but a leading timestamp wrapper (`kubectl logs --timestamps`, CloudWatch, GitHub
-    Actions, Python logging, NCCL's own `[%F %T] `) makes every head distinct. When most are, the
+    Actions, Python logging, NCCL's own `[%F %T] `) makes every head distinct. When over a quarter are, the
     wrappers in front of the first one that carries a timestamp, and it, are cut off each distinct head
     in a few vectorised passes, as long as none of them carries a rank; the timestamp is kept per line
     (STAMPED) and the rest deduplicated and parsed once. That gives the fields of the whole head (the

@@ -8,10 +8,9 @@ shifts them by the lines of the segments before (`Segment.part` > 0 only for cut
 
 from __future__ import annotations
 
-import functools
 import itertools
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -48,12 +47,12 @@ def _compressed(path: str) -> bool:
         return False
 
 
-def _cuts(path: str, size: int, steps: Callable[[int], int]) -> list[int]:
-    """Byte offsets just after a newline (0 first, `size` last); the k-th cut about `steps(k)` bytes
-    after the one before."""
+def _cuts(path: str, size: int, steps: Sequence[int]) -> list[int]:
+    """Byte offsets just after a newline (0 first, `size` last); the k-th cut about `steps[k]` bytes
+    after the one before (the last step repeats)."""
     out = [0]
     with open(path, "rb") as fh:
-        target = steps(0)
+        target = steps[0]
         while target < size:
             fh.seek(target)
             pos = target
@@ -70,13 +69,9 @@ def _cuts(path: str, size: int, steps: Callable[[int], int]) -> list[int]:
             if pos >= size:
                 break
             out.append(pos)
-            target = pos + steps(len(out) - 1)
+            target = pos + steps[min(len(out) - 1, len(steps) - 1)]
     out.append(size)
     return out
-
-
-def _shifted(steps: Callable[[int], int], first: int, k: int) -> int:
-    return steps(first + k)
 
 
 def plan(
@@ -105,7 +100,7 @@ def plan(
         size = file_size(path)
         if size is not None and size > step_of(len(pieces)) and not _compressed(path):
             close()
-            cuts = _cuts(path, size, functools.partial(_shifted, step_of, len(pieces)))
+            cuts = _cuts(path, size, sizes[len(pieces) :] or sizes[-1:])
             for k, (a, b) in enumerate(itertools.pairwise(cuts)):
                 pieces.append(Piece(len(pieces), (Segment(path, a, b, k),), b - a))
             continue
