@@ -279,16 +279,32 @@ def _facts(c: pl.LazyFrame, split: str, start: pl.Expr) -> pl.DataFrame:
         .filter(pl.col("op").is_not_null())
         .collect()
     )
-    tails = rows.select(pl.col("_tail").unique())
-    tails = tails.with_columns(
+    code, tails = distinct_codes(rows["_tail"])
+    tails = tails.to_frame("_tail").select(
         pl.col("_tail").str.extract_groups(message_regex(False, "tail")).alias("_g")
-    ).unnest("_g")
-    fits = pl.all_horizontal([e.is_not_null() for e in sig_fields(pl.col("_sig"), pl.col("_comm"))])
-    rows = rows.join(
-        tails.filter(pl.col("_sig").is_not_null() & fits), on="_tail", how="inner", maintain_order="left"
     )
-    rows = rows.drop("_tail").with_columns(_typed(pl.col("op_count"), "op_count"))
-    return rows.filter(pl.col("op_count").is_not_null())
+    tails = tails.unnest("_g")
+    fits = pl.all_horizontal([e.is_not_null() for e in sig_fields(pl.col("_sig"), pl.col("_comm"))])
+    good = tails.select(pl.col("_sig").is_not_null() & fits).to_series()
+    rows = rows.drop("_tail").with_columns(
+        tails["_sig"].gather(code), tails["_comm"].gather(code), _typed(pl.col("op_count"), "op_count")
+    )
+    return rows.filter(good.gather(code) & pl.col("op_count").is_not_null())
+
+
+def distinct_codes(values: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """(each value's index among the distinct values, the distinct values): one hashing pass, through a
+    Categorical of its own (freed with it; ~2x faster than joining a table of the distinct values back)."""
+    cats = pl.Categories.random()
+    cat = values.cast(pl.Categorical(cats))
+    distinct = cats.to_series()  # while `cat` holds the mapping: Polars empties it when no column uses it
+    code = cat.to_physical()
+    top = code.max()
+    if isinstance(top, int) and top >= distinct.len():  # not the mapping this Polars was seen to keep
+        distinct = values.unique(maintain_order=True).drop_nulls()
+        index = distinct.to_frame("v").with_row_index("i")
+        code = values.to_frame("v").join(index, on="v", how="left", maintain_order="left")["i"]
+    return code, distinct
 
 
 def sig_fields(sig: pl.Expr, comm: pl.Expr) -> list[pl.Expr]:

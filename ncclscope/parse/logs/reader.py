@@ -35,6 +35,7 @@ class ReadStats:
     binary_lines: int = 0
     long_lines: int = 0
     notes: list[str] = field(default_factory=list)
+    widest: int = 0  # characters of the longest line kept so far
 
 
 def _open(path: str, tuning: Tuning = DEFAULT) -> BinaryIO:
@@ -182,7 +183,12 @@ def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iter
             stats.binary_lines += nb
             df = df.filter(~binary)
         longest = df["raw"].str.len_bytes().max()
-        if isinstance(longest, int) and longest > max_line:  # bytes >= characters: a cheap bound first
+        if not isinstance(longest, int):
+            longest = 0
+        elif not clean_text:  # bytes == characters on ASCII text
+            longest = int(df["raw"].str.len_chars().max() or 0)
+        stats.widest = max(stats.widest, longest)
+        if longest > max_line:
             stats.long_lines += int((df["raw"].str.len_chars() > max_line).sum())
         yield df
 

@@ -110,7 +110,6 @@ class _Acc:
     # --- one batch ------------------------------------------------------------------------------
     def batch(self, raw: pl.DataFrame) -> None:
         self.cov[0] += raw.height
-        self._widths(raw)
         if self.tuning.fast_paths:
             coll, heads, rest = collfast.take(raw, full=self.keep.coll)
             self._fast_coll(coll, heads)
@@ -132,12 +131,9 @@ class _Acc:
         if sum(p.height for p in self.pending) >= self.tuning.pending_lines:
             self.flush(final=False)
 
-    def _widths(self, raw: pl.DataFrame) -> None:
-        w = raw.group_by("path").agg(
-            pl.col("raw").str.len_chars().max().clip(upper_bound=MAX_TEXT).alias("_w")
-        )
-        for path, n in w.iter_rows():
-            self.widths[path] = max(self.widths.get(path, 0), int(n or 0))
+    def widen(self, path: str, stats: ReadStats) -> None:
+        """Note the longest line of `path` read so far (for rejoin), before its batch is parsed."""
+        self.widths[path] = max(self.widths.get(path, 0), min(stats.widest, MAX_TEXT))
 
     def _fast_coll(self, rows: pl.DataFrame, heads: pl.DataFrame) -> None:
         """COLL lines `collfast` took: NCCL lines, recognised."""
@@ -296,6 +292,7 @@ def _reduce(piece: Piece, tuning: Tuning, keep: Keep) -> PieceFacts:
             st = ReadStats()
             stats.append((seg.path, seg.part, st))
             for chunk in read_segment(seg, st, tuning):
+                acc.widen(seg.path, st)
                 batch.append(chunk)
                 held += chunk.height
                 if held >= tuning.batch_lines:
