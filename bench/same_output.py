@@ -28,7 +28,9 @@ def inputs() -> list[Path]:
     out: list[Path] = []
     for folder in (SHARED / "corpus" / "complete", SHARED / "corpus" / "issues"):
         if folder.is_dir():
-            out += sorted(p for p in folder.iterdir() if p.is_file() and not p.name.endswith((".json", ".md")))
+            out += sorted(
+                p for p in folder.iterdir() if p.is_file() and not p.name.endswith((".json", ".md"))
+            )
     for folder in ("logs", "nccltests", "complete"):
         d = ROOT / "samples" / folder
         if d.is_dir():
@@ -62,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = inputs()
     diffs = 0
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        results = {
-            (name, p): ex.submit(run, tree, p) for p in paths for name, tree in trees.items()
-        }
+        results = {(name, p): ex.submit(run, tree, p) for p in paths for name, tree in trees.items()}
         for p in paths:
             (ca, a), (cb, b) = results[("this", p)].result(), results[("base", p)].result()
             key = hashlib.sha1(str(p).encode()).hexdigest()[:8]

@@ -229,3 +229,60 @@ def test_a_second_stamp_behind_the_first_keeps_the_whole_heads(tmp_path: Path) -
     path = tmp_path / "two.log"
     path.write_text("\n".join(lines) + "\n")
     _same([str(path)])
+
+
+def _random_ascii(rng: random.Random, n: int) -> list[str]:
+    """ASCII strings built of the wrapper grammar's own pieces (stamps, rank tags, brackets, pipes) and noise."""
+    pieces = [
+        "2026-11-18T11:06:40.000000586Z ",
+        "2024-01-02 03:04:05,123 - INFO - ",
+        "[2024-01-02 03:04:05] ",
+        " | 2024-01-02T03:04:05Z | ",
+        "[rank12]: ",
+        "[1,3]<stdout>: ",
+        "12: ",
+        "[7] ",
+        "node-3: ",
+        "10.0.0.1: ",
+        "(RayWorker pid=123, ip=10.1.2.3) ",
+        "|=>> 01/02 [03:04:05] - srun: ",
+        "> ",
+        "host [stderr] ",
+        "\t ",
+        "x",
+        ":",
+        "(",
+        "=",
+        ")",
+        "\x0b",
+        "\x1c",
+        "\x7f",
+    ]
+    out = []
+    for _ in range(n):
+        k = rng.randint(0, 4)
+        text = "".join(rng.choice(pieces) for _ in range(k))
+        text += "".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(0, 6)) if rng.random() < 0.5)
+        out.append(text.replace("\n", " ") + "node-1:2:3 [0] NCCL INFO ")
+    return out
+
+
+def test_ascii_regex_matches_the_unicode_pattern_on_ascii_text() -> None:
+    """The ASCII translation (`(?-u)`, classes spelled out) captures exactly what the Unicode pattern does on
+    ASCII text, through Polars' own engine: the wrapper pattern and the COLL rule, on random and odd strings."""
+    from ncclscope.parse.logs import peel
+
+    rng = random.Random(11)
+    texts = pl.Series("t", _random_ascii(rng, 3000), dtype=pl.Utf8)
+    for pattern in (peel.wrapper_pattern(), r"a[^:()=]+\d\w[\w.-]\s*.x[^)]", r"^\s*\| (\d+)[^|]*"):
+        ascii_pattern = "(?-u)" + collfast.ascii_regex(pattern)
+        if "(?P<" in pattern:
+            assert texts.str.extract_groups(pattern).equals(texts.str.extract_groups(ascii_pattern))
+        assert texts.str.extract(pattern, 0).equals(texts.str.extract(ascii_pattern, 0))
+    # the translation refuses what it cannot carry over exactly
+    for bad in (r"\D", r"\p{L}", "[[a]b]", "[^\\S]"):
+        try:
+            collfast.ascii_regex(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"translated {bad!r}")

@@ -186,7 +186,8 @@ def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iter
         if not isinstance(longest, int):
             longest = 0
         elif not clean_text:  # bytes == characters on ASCII text
-            longest = int(df["raw"].str.len_chars().max() or 0)
+            chars = df["raw"].str.len_chars().max()
+            longest = chars if isinstance(chars, int) else 0
         stats.widest = max(stats.widest, longest)
         if longest > max_line:
             stats.long_lines += int((df["raw"].str.len_chars() > max_line).sum())
