@@ -269,7 +269,8 @@ def _random_ascii(rng: random.Random, n: int) -> list[str]:
 
 def test_ascii_regex_matches_the_unicode_pattern_on_ascii_text() -> None:
     """The ASCII translation (`(?-u)`, classes spelled out) captures exactly what the Unicode pattern does on
-    ASCII text, through Polars' own engine: the wrapper pattern and the COLL rule, on random and odd strings."""
+    ASCII text, through Polars' own engine: the wrapper pattern and two patterns with negated classes, on
+    random and odd strings."""
     from ncclscope.parse.logs import peel
 
     rng = random.Random(11)

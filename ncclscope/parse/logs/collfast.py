@@ -209,14 +209,15 @@ STAMPED = "_wts_us"  # a line's timestamp from a leading timestamp wrapper cut o
 
 
 def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """(rows, their heads parsed, how many distinct heads the rows have). A head repeats for every line of a thread, so each distinct head is
-    parsed once; but a leading timestamp wrapper (`kubectl logs --timestamps`, CloudWatch, GitHub
-    Actions, Python logging, NCCL's own `[%F %T] `) makes every head distinct. When over a quarter are, the
-    wrappers in front of the first one that carries a timestamp, and it, are cut off each distinct head
-    in a few vectorised passes, as long as none of them carries a rank; the timestamp is kept per line
-    (STAMPED) and the rest deduplicated and parsed once. That gives the fields of the whole head (the
-    general path takes the first timestamp and the first rank a wrapper carries); a rest with a
-    timestamp of its own keeps its whole head. Tests: random stamped lines give the general path's rows."""
+    """(rows, their heads parsed, how many distinct heads the rows have). A head repeats for every line of a
+    thread, so each distinct head is parsed once; but a leading timestamp wrapper (`kubectl logs
+    --timestamps`, CloudWatch, GitHub Actions, Python logging, NCCL's own `[%F %T] `) makes every head
+    distinct. When over a quarter are, the wrappers in front of the first one that carries a timestamp, and
+    it, are cut off each distinct head in a few vectorised passes, as long as none of them carries a rank; the
+    timestamp is kept per line (STAMPED) and the rest deduplicated and parsed once. That gives the fields of
+    the whole head (the general path takes the first timestamp and the first rank a wrapper carries); a rest
+    with a timestamp of its own keeps its whole head. Tests: random stamped lines give the general path's
+    rows."""
     code, distinct = distinct_codes(rows["_head"])
     if distinct.len() * 4 <= rows.height:
         return rows, peel.parse_heads(distinct), distinct.len()
@@ -334,10 +335,7 @@ def _facts(c: pl.LazyFrame, split: str, start: pl.Expr) -> pl.DataFrame:
         .collect()
     )
     code, distinct = distinct_codes(rows["_tail"])
-    tails = distinct.to_frame("_tail").select(
-        pl.col("_tail").str.extract_groups(message_regex(False, "tail")).alias("_g")
-    )
-    tails = tails.unnest("_g")
+    tails = distinct.str.extract_groups(message_regex(False, "tail")).struct.unnest()
     fits = pl.all_horizontal([e.is_not_null() for e in sig_fields(pl.col("_sig"), pl.col("_comm"))])
     good = tails.select(pl.col("_sig").is_not_null() & fits).to_series()
     rows = rows.drop("_tail").with_columns(
