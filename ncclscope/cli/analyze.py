@@ -45,7 +45,7 @@ def analyze(
     knobs = tuning()
     start_log_workers(paths or [], trace or [], knobs)
 
-    from ncclscope.report import document_for, json_report, terminal
+    from ncclscope.report import document_for, json_report
     from ncclscope.session import analyze as run
 
     s = run(
@@ -62,6 +62,8 @@ def analyze(
     if fmt is Format.json:
         typer.echo(json_report.render_doc(doc), nl=False)
     else:
+        from ncclscope.report import terminal  # Rich: only for the terminal
+
         terminal.render(doc, stdout_console())
     warn(s.notes)
     if strict and s.logs.coverage.unknown:

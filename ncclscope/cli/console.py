@@ -7,25 +7,39 @@ colours and styles off.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
-from typing import Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from ncclscope.cli.options import GLOBALS
 from ncclscope.report.safe_text import escape, printable
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 PIPE_WIDTH = 160  # Rich assumes 80 columns off a terminal; reports piped into a ticket read better wider
 
 
-class SafeConsole(Console):
-    """A Console that makes control characters visible in every string it renders (cells included)."""
+@functools.cache
+def _safe_console_class() -> type[Console]:
+    """Rich is imported on first use (~20 ms): `--format json --quiet` with no warning never needs it."""
+    from rich.console import Console
+    from rich.text import Text
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        return super().render_str(printable(text), **kwargs)
+    class SafeConsole(Console):
+        """A Console that makes control characters visible in every string it renders (cells included)."""
+
+        def render_str(self, text: str, **kwargs: Any) -> Text:
+            return super().render_str(printable(text), **kwargs)
+
+    return SafeConsole
+
+
+def safe_console(**kwargs: Any) -> Console:
+    """A Rich Console whose every rendered string goes through `printable` first."""
+    return _safe_console_class()(**kwargs)
 
 
 def _plain() -> bool:
@@ -35,7 +49,7 @@ def _plain() -> bool:
 def _console(**kwargs: Any) -> Console:
     if _plain():
         kwargs.update(color_system=None, no_color=True)
-    return SafeConsole(highlight=False, **kwargs)
+    return safe_console(highlight=False, **kwargs)
 
 
 def stdout_console() -> Console:
@@ -51,6 +65,8 @@ def stderr_console() -> Console:
 
 def warn(notes: tuple[str, ...] | list[str]) -> None:
     """Each note as one `warning:` line on stderr (log text in it made inert)."""
+    if not notes:
+        return
     err = stderr_console()
     for note in notes:
         err.print(f"warning: {note}", markup=False, soft_wrap=True)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ncclscope.cli import app
-from ncclscope.cli.console import SafeConsole, progress_printer, stdout_console, warn
+from ncclscope.cli.console import progress_printer, safe_console, stdout_console, warn
 from ncclscope.cli.options import Quiet, tuning
 from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError
 
@@ -102,7 +102,7 @@ def diff(
         if fmt is Format.text:  # a text file: the terminal layout without colours
             import io
 
-            con = SafeConsole(record=True, width=160, file=io.StringIO(), highlight=False, color_system=None)
+            con = safe_console(record=True, width=160, file=io.StringIO(), highlight=False, color_system=None)
             render.to_terminal(doc, con)
             out = con.export_text()
         if output is None:

@@ -72,6 +72,20 @@ def hoist_globals(argv: list[str]) -> list[str]:
     return head + rest
 
 
+def command_name(args: list[str]) -> str | None:
+    """The command `args` (global options hoisted first) name: the first word that is neither an option
+    nor a global option's value; None if there is none."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[i + 1] if i + 1 < len(args) else None
+        if not a.startswith("-"):
+            return a
+        i += 2 if a in _VALUED else 1
+    return None
+
+
 def tuning() -> Tuning:
     """The run's Tuning: the defaults, the global options, and NCCLSCOPE_TRACE_WORKERS (0: no workers)."""
     over: dict[str, Any] = dict(GLOBALS.overrides)  # int-valued fields only; Tuning checks them

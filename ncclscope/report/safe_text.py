@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-from rich.markup import escape as _markup_escape
-
 # C0 but tab and newline, DEL, C1, bidi embeddings/overrides/isolates, line/paragraph separators, and
 # lone surrogates (an undecodable byte of a file name), which no UTF-8 stream can write.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -30,4 +28,6 @@ def one_line(text: str) -> str:
 
 def escape(text: str) -> str:
     """`printable`, then Rich markup escaped: for log text inside a markup string."""
-    return _markup_escape(printable(text))
+    from rich.markup import escape as markup_escape  # Rich on first use: JSON and HTML never need it
+
+    return markup_escape(printable(text))

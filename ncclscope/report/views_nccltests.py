@@ -11,8 +11,6 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from rich.markup import escape as rich_escape
-from rich.table import Table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,6 +122,9 @@ TERMINAL_ROWS = 8  # the largest sizes of each run in the terminal (bandwidth-bo
 
 
 def terminal(doc: dict[str, Any], con: Console) -> None:
+    from rich.markup import escape as rich_escape  # Rich: only the terminal renderer imports it
+    from rich.table import Table
+
     for r in (doc.get("nccltests") or {}).get("runs") or []:
         t = Table(title=rich_escape(_title(r)), header_style="bold")
         for h in _HEAD:

@@ -31,14 +31,17 @@ __all__ = ["prepare", "read_logs"]
 
 
 MIN_PIECE = 8 << 20  # pieces are cut smaller than `Tuning.piece_bytes` to share out a set, down to this
-ROUNDS = (0.5, 0.35, 0.15)  # with workers: the share of the set each round of pieces (one per process) holds
+ROUNDS = (0.75, 0.25)  # with workers: the share of the set each round of pieces (one per process) holds
 
 
 def _steps(size: int, workers: int, tuning: Tuning) -> list[int]:
     """Piece sizes in turn. One process reads pieces of `piece_bytes` (batches bound its memory; the general
-    path's per-call costs, ~0.07 s, are paid once per piece). With workers, each process gets one piece
-    per round and the rounds shrink, so that all finish near the same time: a worker starts ~0.2 s after
-    the caller, and two rounds of equal pieces left one idle for up to a piece's time."""
+    path's per-call costs, ~0.03-0.05 s, are paid once per piece). With workers, each process gets one
+    piece per round and the second round is smaller, so that all finish near the same time (the CLI
+    starts its workers before its own imports, so they start with the caller; a worker started late or
+    slowed takes fewer of the second round's pieces). Two rounds, not three: on 2 cores the 243 MB COLL
+    set ran 5% faster (one general-path pass fewer per process); one round left one process idle for up
+    to 0.1 s at the end (bench/README.md)."""
     if workers == 0:
         return [tuning.piece_bytes]
     procs = workers + 1
