@@ -6,9 +6,12 @@ line that printed it and the number of lines (schema.COLL_PROCS); and, for the c
 the same collective at the same opCount, the (opCount, op signature) pairs each key printed. Those are
 kept as sets, each named by a hash of its pairs and stored once (schema.COLL_SEQS): a key points at the
 sets of the parts of the input that hold its lines (`seq`, a list). Within one part (a batch of lines)
-a key's pairs are one set (`union`); parts are not united again (`merge` concatenates the lists), so
-the facts of a long run stay the size of its distinct sets: ranks of a healthy communicator print the
-same pairs in the same parts, one stored set for all of them.
+a key's pairs of one opCount block (BLOCK opCounts) are one set (`union`); blocks and parts are not
+united again (`merge` concatenates the lists), so the facts of a long run stay the size of its distinct
+sets: ranks of a healthy communicator print the same pairs in the same blocks, one stored set for all of
+them, wherever a batch happens to cut each rank's file (only the block a cut falls in is stored twice,
+in two halves). Without the blocks, a file longer than a batch was cut at a different opCount on each
+rank, and every rank's pairs were stored: as many rows as COLL lines.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ ROWS: S.Schema = {
 }
 P2P = ["Send", "Recv"]  # no signature check for point-to-point lines
 SEED = 0x5EEDC011  # hashes must agree across processes: a fixed seed
+BLOCK = 4096  # opCounts per stored set within a batch (`collfacts`): sets of ~4k pairs, ~1 per 4k collectives
 
 
 def _pair_hash() -> pl.Expr:
@@ -96,34 +100,49 @@ def _dups(p: pl.DataFrame) -> pl.DataFrame:
     return p.filter(pl.len().over(KEY, mapping_strategy="group_to_rows") > 1) if p.height else p
 
 
-def union(procs: pl.DataFrame, seqs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Facts of one part with a key on several rows (ONE_SET: its runs of lines) -> one row and one set
-    per key (COLL_PROCS, COLL_SEQS). The pairs are united here, within a part (a batch at most)."""
-    p = pl.concat([S.empty(ONE_SET), procs], how="vertical_relaxed")
+def union(
+    procs: pl.DataFrame, seqs: pl.DataFrame, within: Sequence[str] = ()
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Facts of one part with a key on several rows (ONE_SET and the `within` columns: its runs of lines)
+    -> one row per key (COLL_PROCS) and the sets it points at (COLL_SEQS). The pairs of a key's runs with
+    the same `within` values (an opCount block) are united into one set, within a part (a batch at most);
+    the key points at one set per such group."""
+    by = [*KEY, *within]
+    p = pl.concat(
+        [S.empty({**ONE_SET, **{c: procs.schema[c] for c in within}}), procs], how="vertical_relaxed"
+    )
     s = seqs.unique()
+    multi = p.filter(pl.len().over(by, mapping_strategy="group_to_rows") > 1) if p.height else p
+    if not multi.is_empty():
+        pairs = (
+            multi.lazy()
+            .select(*by, "seq")
+            .filter(pl.col("seq").is_not_null())
+            .join(s.lazy(), on="seq")
+            .select(*by, "op_count", "sig")
+            .unique()
+            .with_columns(_pair_hash().alias("_h"))
+        )
+        seq = _seq_of(pairs, by).collect()
+        new_sets = pairs.join(seq.lazy(), on=by, nulls_equal=True).select("seq", "op_count", "sig").collect()
+        united = seq.rename({"seq": "_u"})
+        p = (
+            p.join(united, on=by, how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(pl.coalesce("_u", "seq").alias("seq"))
+            .drop("_u")
+        )
+        s = pl.concat([s, S.conform(new_sets, S.COLL_SEQS)]).unique()
     dup = _dups(p)
+    listed = _listed(pl.col("seq"))
     if dup.is_empty():
-        return S.conform(p.with_columns(_listed(pl.col("seq"))), S.COLL_PROCS).sort(KEY, nulls_last=True), s
-    pairs = (
-        dup.lazy()
-        .select(*KEY, "seq")
-        .filter(pl.col("seq").is_not_null())
-        .join(s.lazy(), on="seq")
-        .select(*KEY, "op_count", "sig")
-        .unique()
-        .with_columns(_pair_hash().alias("_h"))
-    )
-    seq = _seq_of(pairs, KEY).collect()
-    one = _one_per_key(dup).join(seq, on=KEY, how="left", nulls_equal=True)
-    new_sets = pairs.join(seq.lazy(), on=KEY, nulls_equal=True).select("seq", "op_count", "sig").collect()
-    rest = p.join(dup.select(KEY).unique(), on=KEY, how="anti", nulls_equal=True)
-    merged = pl.concat([rest, S.conform(one, ONE_SET)], how="vertical_relaxed")
-    used = merged["seq"].drop_nulls().unique()
-    sets = (
-        pl.concat([s, S.conform(new_sets, S.COLL_SEQS)]).unique().filter(pl.col("seq").is_in(used.implode()))
-    )
-    out = S.conform(merged.with_columns(_listed(pl.col("seq"))), S.COLL_PROCS)
-    return out.sort(KEY, nulls_last=True), sets
+        out = p.with_columns(listed)
+    else:
+        one = _one_per_key(dup, pl.col("seq").drop_nulls().unique().sort().alias("seq"))
+        rest = p.join(dup.select(KEY).unique(), on=KEY, how="anti", nulls_equal=True).with_columns(listed)
+        out = pl.concat([S.conform(rest, S.COLL_PROCS), S.conform(one, S.COLL_PROCS)], how="vertical_relaxed")
+    used = out["seq"].explode().drop_nulls().unique()
+    sets = s.filter(pl.col("seq").is_in(used.implode()))
+    return S.conform(out, S.COLL_PROCS).sort(KEY, nulls_last=True), sets
 
 
 def merge(procs: Sequence[pl.DataFrame], seqs: Sequence[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -287,3 +287,33 @@ def test_ascii_regex_matches_the_unicode_pattern_on_ascii_text() -> None:
         except ValueError:
             continue
         raise AssertionError(f"translated {bad!r}")
+
+
+def test_sets_of_long_rank_files_are_stored_once_per_block(tmp_path: Path) -> None:
+    """Ranks printing the same collectives in files longer than a batch: each batch cuts a file at another
+    opCount (preambles differ), yet each opCount block's pairs are stored once for all ranks, and only the
+    blocks a cut falls in are stored again, in parts. The sets are those of the full frame, rank 2's other
+    count at opCount 9000 included."""
+    n, ranks, batch = 10_000, 4, 7_000
+    paths = []
+    for r in range(ranks):
+        head = f"node-{r}:{100 + r}:{200 + r} [{r}] NCCL INFO "
+        pre = [head + f"cudaDriverVersion {12000 + k}" for k in range(37 * (r + 1))]
+        coll = [
+            head + MSG.format(op=f"{i:x}", n=1024 * (1 + i % 7) * (3 if (r, i) == (2, 9_000) else 1))
+            for i in range(n)
+        ]
+        (tmp_path / f"r{r}.log").write_text("\n".join(pre + coll) + "\n")
+        paths.append(str(tmp_path / f"r{r}.log"))
+    # reads of 64 KB: a batch ends inside a file, not where one ends
+    big = read_logs(
+        paths, tuning=Tuning(full_frames_max_bytes=0, batch_lines=batch, read_block_bytes=1 << 16)
+    )
+    cuts = sum(Path(p).read_text().count("\n") for p in paths) // batch  # batches ended inside a file
+    assert big.coll.frame is None and cuts == 5
+    # every block once, rank 2's last block once more, a split block per cut (a set per rank per batch before)
+    assert big.coll.seqs.height <= n + FC.BLOCK + cuts * FC.BLOCK
+    small = read_logs(paths)
+    assert_frame_equal(_sets(big), _sets(small))
+    at = _sets(big).filter(pl.col("op_count") == 9_000)
+    assert at["sig"].n_unique() == 2

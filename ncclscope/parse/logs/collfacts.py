@@ -2,12 +2,13 @@
 
 Lines of one process and communicator come in runs (one file per rank: one run; interleaved output:
 short runs). A run changes where the file, the head (wrappers and prefix) or the communicator
-(pointer, size) changes from one line to the next: comparisons with the line before, no hashing of
-every line. Per run, in one group-by over the run number: the line count, the last opCount and the
+(pointer, size) changes from one line to the next, or the opCount enters another block of
+`frames_coll.BLOCK`: comparisons with the line before, no hashing of every line. Per run, in one group-by over the run number: the line count, the last opCount and the
 first line that printed it, the span for the stream table, and two sums of a hash of each line's
 (opCount, op, count, datatype) that name its multiset of pairs. The heads' prefix fields are joined to
-the runs (a few rows), which are then merged per process key (`frames_coll.KEY`). The pairs themselves
-are kept once per distinct multiset (one representative run each), as COLL_SEQS.
+the runs (a few rows), which are then merged per process key (`frames_coll.KEY`), the sets of a key's runs
+in one block united. The pairs themselves are kept once per distinct multiset (one representative run
+each), as COLL_SEQS.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ _SPLIT = pl.lit(1 << 32, pl.UInt64)  # a 64-bit hash summed as two 32-bit halves
 def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(COLL_PROCS, COLL_SEQS, stream parts) of `collfast.take`'s rows (facts columns, in input order) and
     heads."""
-    new = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in _RUN])
+    blk = pl.col("op_count") // FC.BLOCK  # a run also ends where the opCount enters another block
+    new = pl.any_horizontal(
+        [pl.col(c).ne_missing(pl.col(c).shift(1)) for c in _RUN] + [blk.ne_missing(blk.shift(1))]
+    )
     live = pl.col("op_count").is_not_null()
     pair = live & ~pl.col("op").is_in(FC.P2P)
     h = pl.when(pair).then(pl.struct("op_count", "op", "_sig").hash(FC.SEED))
@@ -33,6 +37,7 @@ def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     at = pl.col("op_count").arg_max()
     runs = df.group_by("_run", maintain_order=True).agg(
         *[pl.col(c).first() for c in _RUN],
+        blk.first().alias("_blk"),
         live.sum().cast(pl.Int64).alias("n_coll"),
         pl.col("op_count").max().alias("max_op_count"),
         *[pl.col(c).get(at) for c in ("line", "text", "op", "_sig")],
@@ -82,6 +87,6 @@ def _stamped(df: pl.DataFrame) -> list[pl.Expr]:
 
 
 def _per_key(runs: pl.DataFrame, sets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Runs -> one row per process key; a key of several runs gets the union of their sets."""
-    per = S.conform(runs.with_columns(pl.lit(None, pl.Utf8).alias("_x")), FC.ONE_SET)
-    return FC.union(per, sets)
+    """Runs -> one row per process key; a key's runs in one opCount block get the union of their sets."""
+    per = S.conform(runs, {**FC.ONE_SET, "_blk": pl.Int64})
+    return FC.union(per, sets, within=["_blk"])
