@@ -23,9 +23,12 @@ _RUN = ["path", "_head", "_comm"]
 _SPLIT = pl.lit(1 << 32, pl.UInt64)  # a 64-bit hash summed as two 32-bit halves: no overflow
 
 
-def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def facts(
+    rows: pl.DataFrame, heads: pl.DataFrame, known: pl.Series | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(COLL_PROCS, COLL_SEQS, stream parts) of `collfast.take`'s rows (facts columns, in input order) and
-    heads."""
+    heads. `known`: sets the caller already holds (earlier batches of its piece); their pairs are not
+    gathered again, but for runs united with others here (`union` needs their pairs)."""
     blk = pl.col("op_count") // FC.BLOCK  # a run also ends where the opCount enters another block
     new = pl.any_horizontal(
         [pl.col(c).ne_missing(pl.col(c).shift(1)) for c in _RUN] + [blk.ne_missing(blk.shift(1))]
@@ -63,7 +66,11 @@ def facts(rows: pl.DataFrame, heads: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
         *collfast.sig_fields(pl.col("_sig"), pl.col("_comm")),
         pl.when(pl.col("_np") > 0).then(pl.struct("_s1", "_s2", "_np").hash(FC.SEED)).alias("seq"),
     )
-    reps = runs.filter(pl.col("seq").is_not_null()).unique("seq", keep="first").select("_run", "seq")
+    want = pl.col("seq").is_not_null()
+    if known is not None and known.len():
+        alone = pl.len().over([*FC.KEY, "_blk"], mapping_strategy="group_to_rows") == 1
+        want = want & ~(alone & pl.col("seq").is_in(known.implode()))
+    reps = runs.filter(want).unique("seq", keep="first").select("_run", "seq")
     sets = (
         df.join(reps, on="_run", how="inner")
         .filter(pl.col("_h").is_not_null())

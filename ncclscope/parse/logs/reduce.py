@@ -91,6 +91,7 @@ class _Acc:
     coll_parts: list[tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=list)
     coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `keep.coll`
     coll_lines: int = 0
+    known: pl.Series | None = None  # the sets (COLL_SEQS `seq`) this piece's batches hold so far
     streams: list[pl.DataFrame] = field(default_factory=list)
     pending: list[pl.DataFrame] = field(default_factory=list)  # candidate lines for the general path
     ends: list[pl.DataFrame] = field(default_factory=list)  # per-file last/latest unknown rows
@@ -148,8 +149,10 @@ class _Acc:
             self.coll_parts.append(_compacted(FC.part_facts(full.select(list(FC.ROWS)))))
             self.streams.append(compact(streams.part(full)))
             return
-        procs, seqs, parts = collfacts.facts(rows, heads)
+        procs, seqs, parts = collfacts.facts(rows, heads, self.known)
         self.coll_parts.append((compact(procs), seqs))
+        held = seqs["seq"].unique()
+        self.known = held if self.known is None else pl.concat([self.known, held]).unique()
         self.streams.append(compact(parts))
 
     def _coll(self, coll: pl.DataFrame) -> None:
