@@ -317,3 +317,23 @@ def test_sets_of_long_rank_files_are_stored_once_per_block(tmp_path: Path) -> No
     assert_frame_equal(_sets(big), _sets(small))
     at = _sets(big).filter(pl.col("op_count") == 9_000)
     assert at["sig"].n_unique() == 2
+
+
+def test_interleaved_ranks_whose_sets_an_earlier_batch_holds(tmp_path: Path) -> None:
+    """A set an earlier batch holds (rank 0 alone printed opCounts 0-2) met again in a later batch as one of
+    several runs of a key in one block (two ranks' lines interleaved three at a time, as one output file of
+    a node holds them): united with the key's other runs, so its pairs are gathered again. Facts as the
+    general path's."""
+    head0 = "node-0:100:200 [0] NCCL INFO "
+    first = [head0 + MSG.format(op=f"{i:x}", n=8 * (1 + i % 5)) for i in range(3)]
+    first += [head0 + f"cudaDriverVersion {12000 + k}" for k in range(700)]  # the rest of the first batch
+    lines = []
+    for k in range(0, 300, 3):
+        for r in (2, 3):
+            head = f"node-1:{100 + r}:{200 + r} [{r - 2}] NCCL INFO "
+            lines += [head + MSG.format(op=f"{i:x}", n=8 * (1 + i % 5)) for i in range(k, k + 3)]
+    paths = []
+    for name, text in (("n0.log", first), ("n1.log", lines)):
+        (tmp_path / name).write_text("\n".join(text) + "\n")
+        paths.append(str(tmp_path / name))
+    _same(paths, full_frames_max_bytes=0, batch_lines=600)
