@@ -90,6 +90,8 @@ def test_straggler(capsys: pytest.CaptureFixture[str]) -> None:
         ("hang-coll", 71, "all_reduce", "(a)"),
         ("mismatch-coll", 71, "all_reduce", "(c)"),
         ("nccl232/hang", 71, "all_reduce", "(a)"),  # the same job on NCCL 2.32.3
+        ("rerun1126/hang-coll", 71, "all_reduce", "(a)"),  # captured again three days later
+        ("rerun1126/mismatch-coll", 71, "all_reduce", "(c)"),
     ],
 )
 def test_one_hang_verdict_with_the_collective_and_the_culprit(
@@ -105,7 +107,7 @@ def test_one_hang_verdict_with_the_collective_and_the_culprit(
     assert h["ranks"] == fault["ranks"]
 
 
-@pytest.mark.parametrize("name", ["mismatch", "mismatch-coll"])
+@pytest.mark.parametrize("name", ["mismatch", "mismatch-coll", "rerun1126/mismatch-coll"])
 def test_one_mismatch_finding(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     (fault,) = _injected(name)
     named = [f for f in _analyze(name, capsys) if f["id"] == "collective-mismatch"]
