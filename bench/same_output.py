@@ -2,8 +2,9 @@
 
 Real inputs: each log of ../shared/corpus/complete and ../shared/corpus/issues (when ../shared is there), each
 log of samples/logs, samples/nccltests and samples/complete, and each capture directory of samples/capture and
-samples/gpu (a directory with a logs/ folder, nccl232 included). The JSON output and the exit status of each
-tree are written under OUT/<tree name>/ and compared; differences are listed, exit 1 if there is one.
+samples/gpu (a directory with a logs/ folder, nested ones such as gpu/nccl232 included). The JSON output
+and the exit status of each tree are written under OUT/<tree name>/ and compared; differences are listed,
+exit 1 if there is one.
 
     python bench/same_output.py --base /tmp/base            # this tree against a git worktree of another commit
 """
@@ -35,8 +36,9 @@ def inputs() -> list[Path]:
         d = ROOT / "samples" / folder
         if d.is_dir():
             out += sorted(p for p in d.iterdir() if p.is_file() and not p.name.endswith((".json", ".md")))
-    for d in sorted((ROOT / "samples").rglob("logs")):
-        if d.is_dir() and d.parent.parent.name in ("capture", "gpu", "nccl232"):
+    for d in sorted((ROOT / "samples").rglob("logs")):  # capture directories, nested ones too (gpu/nccl232)
+        top = d.relative_to(ROOT / "samples").parts[0]
+        if d.is_dir() and top in ("capture", "gpu") and d.parent.parent != ROOT / "samples":
             out.append(d.parent)
     return out
 

@@ -96,8 +96,9 @@ def _one_per_key(dup: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
     )
 
 
-def _dups(p: pl.DataFrame) -> pl.DataFrame:
-    return p.filter(pl.len().over(KEY, mapping_strategy="group_to_rows") > 1) if p.height else p
+def _dups(p: pl.DataFrame, by: Sequence[str] = KEY) -> pl.DataFrame:
+    """The rows of `p` whose `by` values another row shares."""
+    return p.filter(pl.len().over(by, mapping_strategy="group_to_rows") > 1) if p.height else p
 
 
 def union(
@@ -112,7 +113,7 @@ def union(
         [S.empty({**ONE_SET, **{c: procs.schema[c] for c in within}}), procs], how="vertical_relaxed"
     )
     s = seqs.unique()
-    multi = p.filter(pl.len().over(by, mapping_strategy="group_to_rows") > 1) if p.height else p
+    multi = _dups(p, by)
     if not multi.is_empty():
         pairs = (
             multi.lazy()

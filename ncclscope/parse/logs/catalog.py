@@ -59,22 +59,21 @@ def entries() -> dict[str, Entry]:
     }
 
 
+_Bucketed = tuple[str, str, str, str]  # (id, leading literal, longest literal, regex)
+_General = tuple[str, str, str]  # (id, longest literal, regex): rules without a long leading literal
+
+
 @dataclass(frozen=True)
 class _Index:
-    buckets: dict[
-        str, tuple[tuple[str, str, str, str], ...]
-    ]  # leading characters -> (id, lead, needle, regex)
-    general: tuple[tuple[str, str, str], ...]  # (id, needle, regex) for rules without a long leading literal
+    buckets: dict[str, tuple[_Bucketed, ...]]  # KEY leading characters -> their rules
+    general: tuple[_General, ...]
 
 
 @functools.cache
 def _indexes(name: str = G.CATALOG_FILE) -> tuple[_Index, _Index]:
     """Whole-line formats (`km_`), then composed lines (`kc_`: a line's start), each bucketed alike."""
     t = G.catalog_table(name)
-    parts: list[tuple[dict[str, list[tuple[str, str, str, str]]], list[tuple[str, str, str]]]] = [
-        ({}, []),
-        ({}, []),
-    ]
+    parts: list[tuple[dict[str, list[_Bucketed]], list[_General]]] = [({}, []), ({}, [])]
     for rule in t["rules"]:
         pat = rf"(?:{t['regex'][rule]})\Z"  # compiled on first use: most runs meet a few dozen formats
         lead, needle = str(t["leading"][rule]).lstrip(" "), str(t["needle"][rule])

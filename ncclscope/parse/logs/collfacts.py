@@ -3,8 +3,9 @@
 Lines of one process and communicator come in runs (one file per rank: one run; interleaved output:
 short runs). A run changes where the file, the head (wrappers and prefix) or the communicator
 (pointer, size) changes from one line to the next, or the opCount enters another block of
-`frames_coll.BLOCK`: comparisons with the line before, no hashing of every line. Per run, in one group-by over the run number: the line count, the last opCount and the
-first line that printed it, the span for the stream table, and two sums of a hash of each line's
+`frames_coll.BLOCK`: comparisons with the line before, no hashing of every line. Per run, in one
+group-by over the run number: the line count, the last opCount and the first line that printed it,
+the span for the stream table, and two sums of a hash of each line's
 (opCount, op, count, datatype) that name its multiset of pairs. The heads' prefix fields are joined to
 the runs (a few rows), which are then merged per process key (`frames_coll.KEY`), the sets of a key's runs
 in one block united. The pairs themselves are kept once per distinct multiset (one representative run
