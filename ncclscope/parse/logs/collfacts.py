@@ -37,7 +37,8 @@ def facts(
     live = pl.col("op_count").is_not_null()
     pair = live & ~pl.col("op").is_in(FC.P2P)
     h = pl.when(pair).then(pl.struct("op_count", "op", "_sig").hash(FC.SEED))
-    df = rows.with_columns(new.cum_sum().alias("_run"), h.alias("_h"))
+    # (a cumulative count of run starts never decreases: marked sorted, the group-by slices instead of hashing)
+    df = rows.with_columns(new.cum_sum().set_sorted().alias("_run"), h.alias("_h"))
     at = pl.col("op_count").arg_max()
     runs = df.group_by("_run", maintain_order=True).agg(
         *[pl.col(c).first() for c in _RUN],
