@@ -50,6 +50,10 @@ ODD = [  # (line, taken by the fast path)
         True,
     ),  # a literal in the head (junk before a prefix)
     ("nödé-1:100:101 [0] NCCL INFO " + MSG.format(op="a", n=8), False),  # not ASCII
+    ("nödé " + P + "INFO " + MSG.format(op="a1", n=8), False),  # not ASCII in junk before the prefix
+    ("ü NCCL WARN x " + P + "INFO " + MSG.format(op="a2", n=8), False),  # another ` NCCL ` first
+    ("a NCCL WARN x " + P + "INFO " + MSG.format(op="a3", n=8), False),  # the same, ASCII
+    (P + "INFO " + MSG.format(op="a4", n=8) + " tâche 0", False),  # not ASCII in the trailing detail
     (P + "INFO " + MSG.format(op="b", n=8) + " NCCL INFO x", True),  # a second prefix: detail for both paths
 ]
 GENERAL = Tuning(fast_paths=False)

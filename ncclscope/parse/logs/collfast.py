@@ -176,17 +176,14 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     fields, lits = plan()
     r, m = pl.col("raw"), pl.col("_m")
     start = m + len(MARKER)
-    # an ASCII line whose first ` NCCL ` is the marker and whose message is the rule whole
-    fits = (r.str.len_bytes() <= MAX_TEXT) & (r.str.len_bytes() == r.str.len_chars())
+    # A line with the marker whose message is the rule whole (the rule's regexes admit only ASCII text);
+    # whether its head is ASCII and holds no other ` NCCL ` is checked once per distinct head
+    # (`_clean_heads`: until then `find`'s byte offsets may not be `slice`'s character offsets).
     c = (
         raw.lazy()
         .with_row_index("_c")
-        .filter(r.str.contains(lits[0], literal=True))
-        .filter(fits)
-        .with_columns(
-            r.str.find(MARKER, literal=True).alias("_m"), r.str.find(" NCCL ", literal=True).alias("_n")
-        )
-        .filter(m.is_not_null() & (pl.col("_n") == m))
+        .with_columns(r.str.find(MARKER, literal=True).alias("_m"))
+        .filter(m.is_not_null() & (r.str.len_bytes() <= MAX_TEXT))
     )
     rows = _all(c, fields, start) if full else _facts(c, lits[fields.index(SPLIT) - 1], start)
     if rows.is_empty():
@@ -219,6 +216,10 @@ def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     with a timestamp of its own keeps its whole head. Tests: random stamped lines give the general path's
     rows."""
     code, distinct = distinct_codes(rows["_head"])
+    clean = _clean_heads(distinct)
+    if not clean.all():  # (rare: a non-ASCII head, or another ` NCCL ` in it) those lines take the general path
+        rows = rows.filter(clean.gather(code))
+        code, distinct = distinct_codes(rows["_head"])
     if distinct.len() * 4 <= rows.height:
         return rows, peel.parse_heads(distinct), distinct.len()
     table = _cut_stamps(distinct).sort("_i")  # a row per distinct head, in `code` order
@@ -237,6 +238,12 @@ def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
         return rows, heads, distinct.len()
     rows = rows.with_columns(table["_rest"].gather(code).alias("_head"), table[STAMPED].gather(code))
     return rows, heads, table["_rest"].n_unique()
+
+
+def _clean_heads(heads: pl.Series) -> pl.Series:
+    """Per distinct head (the line up to and with the marker): ASCII, and its first ` NCCL ` the marker's."""
+    n = heads.str.len_bytes()
+    return (n == heads.str.len_chars()) & (heads.str.find(" NCCL ", literal=True) == n - len(MARKER))
 
 
 @functools.cache
