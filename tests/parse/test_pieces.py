@@ -15,7 +15,7 @@ from polars.testing import assert_frame_equal
 from ncclscope.errors import InputError
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import pieces, spawn
+from ncclscope.parse.logs import pieces, read, spawn
 from ncclscope.tuning import Tuning
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
@@ -66,6 +66,20 @@ def test_a_step_schedule_shrinks_the_pieces_in_turn(tmp_path: Path) -> None:
     plan = pieces.plan([str(big)], Tuning(), [400, 300, 100])
     assert [p.size for p in plan] == [410, 310, 110, 110, 60]  # each cut after the line end past its step
     assert [p.index for p in plan] == list(range(5))
+
+
+def test_a_round_of_small_pieces_joins_the_round_before() -> None:
+    """With workers, one piece per process per round; a later round whose pieces would be smaller than
+    `round_min_bytes` (a piece's fixed cost outweighs the balance it buys) is folded into the one before."""
+    mib = 1 << 20
+    t = Tuning()
+    assert read._steps(254 * mib, 1, t) == [127 * mib + 1] * 2  # 2 x 31.75 MiB would be below 64 MiB
+    assert read._steps(1024 * mib, 1, t) == [256 * mib] * 2 + [128 * mib + 1] * 2
+    assert (
+        read._steps(254 * mib, 1, Tuning(round_min_bytes=0))
+        == [95 * mib + 1 + mib // 4] * 2 + [31 * mib + 1 + 3 * mib // 4] * 2
+    )
+    assert read._steps(254 * mib, 0, t) == [t.piece_bytes]
 
 
 @pytest.mark.parametrize("workers", [0, 1])

@@ -217,7 +217,7 @@ def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     rows."""
     code, distinct = distinct_codes(rows["_head"])
     clean = _clean_heads(distinct)
-    if not clean.all():  # (rare: a non-ASCII head, or another ` NCCL ` in it) those lines take the general path
+    if not clean.all():  # (rare: a non-ASCII head, another ` NCCL ` in it) the general path takes those
         rows = rows.filter(clean.gather(code))
         code, distinct = distinct_codes(rows["_head"])
     if distinct.len() * 4 <= rows.height:

@@ -40,14 +40,20 @@ def _steps(size: int, workers: int, tuning: Tuning) -> list[int]:
     piece per round and the second round is smaller, so that all finish near the same time (the CLI
     starts its workers before its own imports, so they start with the caller; a worker started late or
     slowed takes fewer of the second round's pieces). Two rounds, not three: on 2 cores the 243 MB COLL
-    set ran 5% faster (one general-path pass fewer per process); one round left one process idle for up
-    to 0.1 s at the end (bench/README.md)."""
+    set ran 5% faster (one general-path pass fewer per process). And a piece costs ~0.07 s beyond its
+    lines, so a round whose pieces would hold less than `tuning.round_min_bytes` each joins the round
+    before: the 243 MB set in one round took 0.94x the wall time of two rounds, 0.97x with another
+    program busy on one core (10 and 8 paired runs, bench/README.md)."""
     if workers == 0:
         return [tuning.piece_bytes]
     procs = workers + 1
+    rounds = list(ROUNDS)
+    while len(rounds) > 1 and size * rounds[-1] / procs < tuning.round_min_bytes:
+        last = rounds.pop()
+        rounds[-1] += last
     return [
         min(tuning.piece_bytes, max(MIN_PIECE, int(size * f / procs) + 1))
-        for f in ROUNDS
+        for f in rounds
         for _ in range(procs)
     ]
 
