@@ -1,17 +1,18 @@
 """Parse stage, COLL lines field by field: vectorised, with no cache whose hit rate decides the speed.
 
 A COLL line is `<wrappers><host:pid:tid [dev]> NCCL INFO <op>: opCount <hex> sendbuff <ptr> … stream <ptr>`.
-The grammar's `coll` rule is one fixed sequence of literals and space-free fields (`grammar.neighbours`),
-so once a line is known to match that rule whole, every field sits between two literals at their
-first occurrence: the line is checked with the rule's own regex (no capture groups, one pass; on
-ASCII lines, which is all this path takes, `\\d` is `[0-9]`), the literals are found by substring
-search and the fields cut out between them. The head before ` NCCL INFO ` (wrappers and prefix)
-repeats for every line of a thread; each distinct head goes through the general prefix and wrapper
-patterns once (`peel.parse_heads`). The rule's optional trailing `detail` (RCCL prints
-` task N globalrank G` after the stream pointer) is matched and dropped, as the general path drops it.
-Lines that do not fit this plan exactly (another ` NCCL ` on the line, a literal met in the head, ANSI
-residue or trailing blanks in the head, non-ASCII text, longer than MAX_TEXT, a number beyond 64 bits)
-are left to the general path, which gives the same rows (and counts a note on the number).
+The grammar's `coll` rule is one fixed sequence of literals and space-free fields (`grammar.neighbours`).
+A line is taken by the position of ` NCCL INFO ` (the marker); its message is checked with the rule's
+own regex, anchored, in the pass that captures the fields (on ASCII text, `\\d` as `[0-9]`: the rule's
+regexes admit only ASCII). For the facts the message is cut at its first ` count `: the head (op,
+opCount, buffers: new on every line) is matched line by line, the tail (size, type, op, root, comm,
+stream) once per distinct tail. The head before the marker (wrappers and prefix) repeats for every line
+of a thread; each distinct head is checked once (ASCII, no earlier ` NCCL `) and goes through the
+general prefix and wrapper patterns once (`peel.parse_heads`). The rule's optional trailing `detail`
+(RCCL prints ` task N globalrank G` after the stream pointer) is matched and dropped, as the general path
+drops it. Lines that do not fit this plan exactly (another ` NCCL ` before the marker, a literal met in
+the head, ANSI residue or trailing blanks in the head, non-ASCII text, longer than MAX_TEXT, a number
+beyond 64 bits) are left to the general path, which gives the same rows (and counts a note on the number).
 """
 
 from __future__ import annotations
@@ -188,11 +189,16 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
     rows = _all(c, fields, start) if full else _facts(c, lits[fields.index(SPLIT) - 1], start)
     if rows.is_empty():
         return raw.clear(), _no_heads(), raw
-    rows, heads, distinct = _split_stamps(rows)
+    code, distinct = distinct_codes(rows["_head"])
+    clean = _clean_heads(distinct)
+    if not clean.all():  # (rare: a non-ASCII head, another ` NCCL ` in it) the general path takes those
+        rows = rows.filter(clean.gather(code))
+        code, distinct = distinct_codes(rows["_head"])
+    rows, heads, n_heads = _split_stamps(rows, code, distinct)
     # (a prefix field out of range goes the general path's way too: it counts a note on it)
     heads = heads.filter(~pl.col("_head").str.contains(_DIRTY) & (pl.col(peel.OVF_PREFIX) == ""))
     heads = heads.drop(peel.OVF_PREFIX)
-    if heads.height < distinct:
+    if heads.height < n_heads:
         rows = rows.filter(pl.col("_head").is_in(heads["_head"].implode()))
     rest = (
         raw
@@ -205,8 +211,11 @@ def take(raw: pl.DataFrame, *, full: bool) -> tuple[pl.DataFrame, pl.DataFrame, 
 STAMPED = "_wts_us"  # a line's timestamp from a leading timestamp wrapper cut off its head (`_split_stamps`)
 
 
-def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """(rows, their heads parsed, how many distinct heads the rows have). A head repeats for every line of a
+def _split_stamps(
+    rows: pl.DataFrame, code: pl.Series, distinct: pl.Series
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """(rows, their heads parsed, how many distinct heads the rows have), given each row's head as its
+    index `code` among the `distinct` heads (`distinct_codes`). A head repeats for every line of a
     thread, so each distinct head is parsed once; but a leading timestamp wrapper (`kubectl logs
     --timestamps`, CloudWatch, GitHub Actions, Python logging, NCCL's own `[%F %T] `) makes every head
     distinct. When over a quarter are, the wrappers in front of the first one that carries a timestamp, and
@@ -215,11 +224,6 @@ def _split_stamps(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     the whole head (the general path takes the first timestamp and the first rank a wrapper carries); a rest
     with a timestamp of its own keeps its whole head. Tests: random stamped lines give the general path's
     rows."""
-    code, distinct = distinct_codes(rows["_head"])
-    clean = _clean_heads(distinct)
-    if not clean.all():  # (rare: a non-ASCII head, another ` NCCL ` in it) the general path takes those
-        rows = rows.filter(clean.gather(code))
-        code, distinct = distinct_codes(rows["_head"])
     if distinct.len() * 4 <= rows.height:
         return rows, peel.parse_heads(distinct), distinct.len()
     table = _cut_stamps(distinct).sort("_i")  # a row per distinct head, in `code` order
