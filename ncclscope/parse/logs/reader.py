@@ -103,7 +103,9 @@ def _lines(
         yield carry
 
 
-def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
+def _to_frame(block: bytes, path: str, first_line: int, *, ascii_text: bool = False) -> pl.DataFrame:
+    """Numbered lines of `block`; `ascii_text`: the block is known to be ASCII (read as strict UTF-8,
+    ~10% faster than the lossy decoder, the same text)."""
     try:  # Polars' CSV reader splits lines in parallel, with \x01 as a "separator" no log line holds
         if b"\x01" in block or block.startswith(SNIFFED_BY_POLARS):  # Polars would decompress `x^…`
             raise ValueError("control character in the text, or a compression magic number first")
@@ -114,7 +116,7 @@ def _to_frame(block: bytes, path: str, first_line: int) -> pl.DataFrame:
             quote_char=None,
             new_columns=["raw"],
             schema={"raw": pl.Utf8},
-            encoding="utf8-lossy",
+            encoding="utf8" if ascii_text else "utf8-lossy",
             truncate_ragged_lines=True,
             comment_prefix=None,
         )["raw"].fill_null("")
@@ -173,10 +175,11 @@ def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iter
     next_line = 1
     max_line = tuning.max_line_chars
     for block in _lines(fh, path, stats, tuning.read_block_bytes, max_line):
-        df = _to_frame(block, path, next_line)
+        ascii_text = block.isascii()
+        df = _to_frame(block, path, next_line, ascii_text=ascii_text)
         next_line += df.height
         stats.lines += df.height
-        clean_text = block.isascii() and b"\x00" not in block  # the common case, checked at memory speed
+        clean_text = ascii_text and b"\x00" not in block  # the common case, checked at memory speed
         binary = None if clean_text else _binary(df["raw"], block)
         nb = 0 if binary is None else int(binary.sum())
         if binary is not None and nb:
