@@ -14,10 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lark import Lark, Token, Tree
-from lark.load_grammar import _literal_to_pattern, load_grammar
+if TYPE_CHECKING:
+    from lark import Lark, Token
+
+# Lark is imported where a grammar is loaded (a table missing from the on-disk cache, `lark_parser()`),
+# not with this module: the readers use the cached tables, and Lark's import costs ~14 ms a process.
 
 GRAMMAR_FILE = "nccl.lark"
 CATALOG_FILE = "nccl_catalog.lark"  # generated from NCCL's sources by tools/catalog (one rule per format)
@@ -53,6 +56,8 @@ class _Defs:
 
 @functools.cache
 def _defs(name: str = GRAMMAR_FILE) -> _Defs:
+    from lark.load_grammar import load_grammar
+
     g, _ = load_grammar(grammar_text(name), name, [], False)  # type: ignore[no-untyped-call]
     rules = {str(n): tree for n, _params, tree, _opts in g.rule_defs}
     terms = {str(n): tree for n, (tree, _prio) in g.term_defs}
@@ -78,6 +83,8 @@ def lark_parser() -> Lark:
     """An Earley parser with every prefix, wrapper and family rule as a start symbol (tests, notebooks)."""
     starts = ["prefix_std", "prefix_dev", "prefix_bare", "wrapper", *families()]
     starts += [r for r in ("iface_entry", "hca_entry", "tree_entry") if r in rule_names()]
+    from lark import Lark
+
     return Lark(
         grammar_text(),
         start=starts,
@@ -98,6 +105,8 @@ def _escape(s: str) -> str:
 
 
 def _literal(tok: Token) -> str:
+    from lark.load_grammar import _literal_to_pattern
+
     pat = _literal_to_pattern(tok)  # type: ignore[no-untyped-call]
     body = _escape(pat.value) if type(pat).__name__ == "PatternStr" else pat.value
     flags = "".join(sorted(pat.flags))
@@ -129,6 +138,8 @@ class _Compiler:
         return f"(?P<{gname}>{body})"
 
     def node(self, t: Any, inside_field: bool = False) -> str:
+        from lark import Token, Tree
+
         if isinstance(t, Token):
             if t.type in ("STRING", "REGEXP"):
                 return _literal(t)
@@ -164,6 +175,9 @@ class _Compiler:
 
 def _neighbours(defs: _Defs, rule: str) -> dict[str, list[str]]:
     """Field -> [literal before, literal after] for fields that sit between two literals in `rule`."""
+    from lark import Token, Tree
+    from lark.load_grammar import _literal_to_pattern
+
     out: dict[str, list[str]] = {}
     tree = defs.rules[rule]
     if len(tree.children) != 1:  # alternatives: no fixed neighbours
@@ -241,6 +255,9 @@ def _table() -> dict[str, Any]:
 
 def _leading(defs: _Defs, name: str) -> str:
     """The literal text a rule starts with (after optional leading terminals), '' when it starts with a value."""
+    from lark import Token, Tree
+    from lark.load_grammar import _literal_to_pattern
+
     items = defs.rules[name].children[0].children
     out = []
     for node in items:
@@ -276,6 +293,9 @@ def _build_catalog(name: str = CATALOG_FILE) -> dict[str, Any]:
 
 def _needle(defs: _Defs, name: str) -> str:
     """The longest literal of a rule: text every line it matches contains."""
+    from lark import Token
+    from lark.load_grammar import _literal_to_pattern
+
     lits = [
         str(_literal_to_pattern(t).value)  # type: ignore[no-untyped-call]
         for t in defs.rules[name].scan_values(lambda v: isinstance(v, Token) and v.type == "STRING")

@@ -28,7 +28,7 @@ from ncclscope.parse.logs import evidence, needles, peel
 from ncclscope.parse.logs.catalog import torch_needles
 from ncclscope.parse.logs.peel import MAX_TEXT
 from ncclscope.parse.logs.rejoin import MAX_RUN
-from ncclscope.parse.logs.runtime_lines import ANCHOR
+from ncclscope.parse.logs.runtime_anchor import ANCHOR
 from ncclscope.parse.nccltests.markers import MARKERS
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).

@@ -3,7 +3,7 @@
 `match(message) -> dict | None` is what the log reader calls for every line without an NCCL
 prefix, after launcher wrappers were peeled; it returns the TORCH columns of `ncclscope.schema`
 minus the ORIGIN ones. `grammars/torch.lark` is the source of truth for every line shape; a
-cheap anchor search only spares Lark the lines that cannot be PyTorch lines at all.
+cheap anchor search (`runtime_anchor`) only spares Lark the lines that cannot be PyTorch lines at all.
 """
 
 from __future__ import annotations
@@ -22,21 +22,13 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
+from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
 
 Row = dict[str, object]
 COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)
 
-# Every line the grammar accepts contains one of these; most application lines contain none.
-ANCHOR = re.compile(
-    r"NCCL|nccl[A-Z]|[Ww]atchdog|\[(?:PG|Rank) |Rank \d|ranks|dump|Last error|collective|#\d|\] (?:started|finished) "
-    r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
-    r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
-    r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
-    r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
-)
 _ANCHOR = ANCHOR
 _RANK_WRAPPER = re.compile(r"^\[rank\d+\]:\s?")
-MAX_CHARS = 20_000  # longer messages are no PyTorch lines
 _MAX_LINE = MAX_CHARS
 
 

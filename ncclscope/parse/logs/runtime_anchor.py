@@ -1,0 +1,20 @@
+"""Parse stage, PyTorch line anchor: the cheap test every line `runtime_lines` can accept passes.
+
+Kept apart from `runtime_lines` (the Lark grammar and matcher) so that the readers' hot paths (`inert`,
+`runtime_rows`) test lines without importing Lark; the matcher is imported only when a line passes.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Every line the grammar (`grammars/torch.lark`) accepts contains one of these; most application lines
+# contain none.
+ANCHOR = re.compile(
+    r"NCCL|nccl[A-Z]|[Ww]atchdog|\[(?:PG|Rank) |Rank \d|ranks|dump|Last error|collective|#\d|\] (?:started|finished) "
+    r"|terminate|what\(\)|GIL|Exception raised|Heartbeat|TCPStore"
+    r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
+    r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
+    r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
+)
+MAX_CHARS = 20_000  # longer messages are no PyTorch lines
