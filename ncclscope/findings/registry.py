@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import polars as pl
 
 from ncclscope.align.phase import JobPhase
+from ncclscope.align.rankmap import init_rows
 from ncclscope.align.traces import AlignedCollectives
 from ncclscope.frames import LogFrames
 from ncclscope.hang.verdict import HangView
@@ -35,6 +37,12 @@ class Context:
     hang: HangView = field(default_factory=HangView)  # the hang stage's view (ncclscope.hang)
     prior: tuple[Finding, ...] = ()  # what the other rules found (given to `post` rules only)
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables (parse.nccltests)
+
+    @cached_property
+    def init_rows(self) -> pl.DataFrame:
+        """`align.rankmap.init_rows` of the logs' Init lines (rank, GPU, communicator key), derived once for
+        every rule that reads them."""
+        return init_rows(self.logs.inits)
 
 
 RuleFn = Callable[[Context], Iterable[Finding]]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from ncclscope.align.rankmap import init_rows, transport
+from ncclscope.align.rankmap import transport
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import (
     CITE,
@@ -398,7 +398,7 @@ def _world_members(ctx: Context) -> pl.DataFrame:
     if ctx.comms.is_empty():
         return pl.DataFrame(schema={"host": pl.Utf8, "pid": pl.Int64})
     wkey = ctx.comms.sort(["nranks", "ranks_seen"], descending=True, nulls_last=True)["comm_key"][0]
-    inits = init_rows(ctx.logs.inits).filter(pl.col("comm_key") == wkey)
+    inits = ctx.init_rows.filter(pl.col("comm_key") == wkey)
     return inits.select("host", "pid").unique()
 
 

@@ -256,6 +256,8 @@ def _nvls_uneven(ctx: Context) -> list[Finding]:
     """`NVLS multicast support is not available` on some hosts while others set NVLS up (or fail in it)."""
     ch = norm_host(ctx.logs.channels).filter(pl.col("host") != "")
     off = ch.filter(pl.col("kind") == "nvls_unavailable")
+    if off.is_empty():  # no host without NVLS: nothing uneven (and the NVLS rows are not needed)
+        return []
     on = cite(ch.filter(pl.col("kind").is_in(["nvls_available", "nvls_comm"])), _nvls_rows(ctx))
     on = norm_host(on).filter(pl.col("host") != "")
     mixed_on = on.join(off.select("host").unique(), on="host", how="anti")

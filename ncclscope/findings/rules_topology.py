@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from ncclscope.align.rankmap import init_rows
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import cite, first_per, make, norm_host, warnings_matching
 from ncclscope.records import Finding, Severity
@@ -21,7 +20,7 @@ THREAD = ["path", "host", "pid", "tid"]
 
 def with_comm(df: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     """Add `comm_key` to rows of a per-thread table (rings, channels) from the Init lines around them."""
-    inits = init_rows(ctx.logs.inits)
+    inits = ctx.init_rows
     d = norm_host(df).with_row_index("_i").sort("line")
     ends = inits.filter(pl.col("phase") == "complete").select(*THREAD, "line", "comm_key").sort("line")
     starts = inits.filter(pl.col("phase") != "complete").select(*THREAD, "line", "comm_key").sort("line")
@@ -166,7 +165,7 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     root = warnings_matching(ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
     if ctx.logs.inits.is_empty() and root.is_empty():
         return []
-    inits = init_rows(ctx.logs.inits).filter((pl.col("nranks") >= 2) & (pl.col("host") != ""))
+    inits = ctx.init_rows.filter((pl.col("nranks") >= 2) & (pl.col("host") != ""))
     shape = _comm_hosts(inits)
     # NCCL's own `nNodes 1` overrides what the hosts suggest: such lines are separate communicators
     spanning = shape.filter(
@@ -249,7 +248,7 @@ def missing_ranks(ctx: Context) -> Iterable[Finding]:
         return []
     files = ctx.ranks["path"].drop_nulls().n_unique()
     sev: Severity = "warning" if files > 1 else "info"
-    inits = init_rows(ctx.logs.inits).filter(pl.col("comm_key") == top["comm_key"])
+    inits = ctx.init_rows.filter(pl.col("comm_key") == top["comm_key"])
     return [
         make(
             "missing-ranks",
@@ -273,7 +272,7 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     holding an elision marker such as `...` or `。。。`) and the stuck ranks print nothing after START."""
     if ctx.logs.inits.filter(pl.col("phase") == "start").is_empty():
         return []
-    inits = init_rows(ctx.logs.inits)
+    inits = ctx.init_rows
     start = inits.filter(pl.col("phase") == "start")
     done = inits.filter(pl.col("phase") == "complete").select("comm_key", "rank").unique()
     stuck = start.join(done, on=["comm_key", "rank"], how="anti")
