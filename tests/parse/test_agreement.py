@@ -135,8 +135,8 @@ def test_wrapper_regex_and_lark_agree(wrapper: str) -> None:
 @pytest.mark.corpus
 def test_polars_and_python_engines_give_the_same_frames(corpus_dir: Path) -> None:
     paths = sorted(str(p) for p in corpus_dir.glob("*.log"))
-    py = read_logs(paths, tuning=Tuning(polars_regex_min_rows=10**9))
-    polars = read_logs(paths, tuning=Tuning(polars_regex_min_rows=0))
+    py = read_logs(paths, tuning=Tuning(polars_regex_min_rows=10**9, dispatch_polars_min_rows=10**9))
+    polars = read_logs(paths, tuning=Tuning(polars_regex_min_rows=0, dispatch_polars_min_rows=0))
     assert py.coverage == polars.coverage
     for name in py.table_names():
         assert_frame_equal(getattr(py, name), getattr(polars, name), check_row_order=False)
@@ -146,7 +146,7 @@ def test_coll_dedup_path_equals_plain_matching(
     bench_logs: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """COLL lines deduplicated around opCount (general path) give the same rows as matching every line."""
-    general = Tuning(polars_regex_min_rows=0, fast_paths=False)
+    general = Tuning(polars_regex_min_rows=0, dispatch_polars_min_rows=0, fast_paths=False)
     fast = read_logs(bench_logs, tuning=general)
     monkeypatch.setattr(match, "VARYING", {})
     plain = read_logs(bench_logs, tuning=general)
@@ -250,3 +250,19 @@ def test_fast_paths_agree_on_random_high_volume_lines(tmp_path: Path) -> None:
     assert fast.coverage == plain.coverage and fast.coverage.unknown == 0
     for name in fast.table_names():
         assert_frame_equal(getattr(fast, name), getattr(plain, name))
+
+
+def test_family_dispatch_in_polars_equals_the_python_loop(bench_logs: list[str]) -> None:
+    """`match.family_index`: one Polars pass of every family's pattern (from `dispatch_polars_min_rows` rows)
+    picks the same family as the Python loop with needle prefilters, on the sample logs' messages, generated
+    logs' and random high-volume lines, and application text that matches no family."""
+    samples = sorted(str(p) for p in (REPO / "samples" / "logs").glob("*.log"))
+    msgs = _messages(samples + bench_logs) + sorted(set(_random_lines(random.Random(5), 2000)))
+    msgs += ["Traceback (most recent call last):", ":::MLLOG {'key': 'eval_accuracy'}", "epoch 3:  45%|####5"]
+    df = pl.DataFrame({"msg": msgs})
+    with rx.configured(Tuning(dispatch_polars_min_rows=0)):
+        polars = match.family_index(df)
+    with rx.configured(Tuning(dispatch_polars_min_rows=10**9)):
+        python = match.family_index(df)
+    assert polars.null_count() < len(msgs) and python.null_count() > 0
+    assert_frame_equal(pl.DataFrame({"f": polars}), pl.DataFrame({"f": python}))

@@ -94,7 +94,7 @@ def _sets(lf: LogFrames) -> pl.DataFrame:
 def test_fast_path_equals_general_path(tmp_path: Path) -> None:
     paths = _write(tmp_path, [line for line, _ in ODD])
     _same(paths)
-    _same(paths, polars_regex_min_rows=0, batch_lines=7, pending_lines=5)
+    _same(paths, polars_regex_min_rows=0, dispatch_polars_min_rows=0, batch_lines=7, pending_lines=5)
     assert (
         read_logs(paths).collectives.height == 40 + 30 + len(ODD) - 4
     )  # all but the four lines of no family

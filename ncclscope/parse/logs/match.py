@@ -102,7 +102,7 @@ def first_family(msg: str) -> int | None:
 
 def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:
     """Index (in `family_patterns()`) of the first family matching each message, null if none."""
-    if df.height < rx.SMALL:
+    if df.height < rx.DISPATCH_SMALL:
         return pl.Series(
             "_fam", [first_family(s) if s is not None else None for s in df[col].to_list()], dtype=pl.Int32
         )

@@ -127,6 +127,11 @@ class _Span:
         self.left -= len(b)
         return b
 
+    def rewind(self, n: int) -> None:
+        """Step back n bytes (read again by the next `read`; the reader's `_lines`)."""
+        self.fh.seek(-n, 1)
+        self.left += n
+
     def close(self) -> None:
         self.fh.close()
 

@@ -9,12 +9,13 @@ problem becomes one counted note.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import polars as pl
 
@@ -77,10 +78,30 @@ def _blocks(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK) -> It
         stats.notes.extend(getattr(fh, "notes", ()))
 
 
+def _rewinder(fh: BinaryIO) -> Callable[[int], None] | None:
+    """A way to step a seekable input back by n bytes (a plain file, or a cut of one with a `rewind`
+    method: `pieces._Span`); None for a stream (stdin, decompression)."""
+    rewind = getattr(fh, "rewind", None)
+    if callable(rewind):
+        return cast("Callable[[int], None]", rewind)
+    if isinstance(fh, io.BufferedReader) and fh.seekable():
+        plain = fh
+
+        def back(n: int) -> None:
+            plain.seek(-n, io.SEEK_CUR)
+
+        return back
+    return None
+
+
 def _lines(
     fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK, max_line: int = MAX_LINE
-) -> Iterator[bytes]:
-    """Yield byte blocks of whole lines (~`block` each); a line longer than 4*max_line bytes is cut."""
+) -> Iterator[tuple[bytes, bool]]:
+    """Yield (bytes, partial): byte blocks of whole lines (~`block` each); a line longer than 4*max_line bytes
+    is cut. `partial`: the block ends in the start of a line that the next block reads again whole (a
+    seekable input is stepped back to it rather than copying the block's whole lines out: ~60 ms per
+    128 MiB); the caller drops that last line."""
+    rewind = _rewinder(fh)
     carry = b""
     skipping = False  # inside the tail of an over-long line
     for b in _blocks(fh, path, stats, block):
@@ -97,10 +118,15 @@ def _lines(
                 stats.long_lines += 1
                 skipping = True
             continue
-        yield carry + b[: last_nl + 1]
+        tail = len(b) - last_nl - 1
+        if tail and not carry and rewind is not None:
+            rewind(tail)  # the next block starts with this line
+            yield b, True
+            continue
+        yield carry + b[: last_nl + 1], False
         carry = b[last_nl + 1 :]
     if carry:
-        yield carry
+        yield carry, False
 
 
 def _to_frame(block: bytes, path: str, first_line: int, *, ascii_text: bool = False) -> pl.DataFrame:
@@ -174,9 +200,11 @@ def count_notes(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> list[s
 def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iterator[pl.DataFrame]:
     next_line = 1
     max_line = tuning.max_line_chars
-    for block in _lines(fh, path, stats, tuning.read_block_bytes, max_line):
+    for block, partial in _lines(fh, path, stats, tuning.read_block_bytes, max_line):
         ascii_text = block.isascii()
         df = _to_frame(block, path, next_line, ascii_text=ascii_text)
+        if partial:  # the line after the block's last line end: read again with the next block
+            df = df.slice(0, df.height - 1)
         next_line += df.height
         stats.lines += df.height
         clean_text = ascii_text and b"\x00" not in block  # the common case, checked at memory speed

@@ -18,17 +18,20 @@ import polars as pl
 from ncclscope.tuning import Tuning
 
 SMALL = 3000  # the default of Tuning.polars_regex_min_rows; `configured` sets it for one reduction
+DISPATCH_SMALL = 1000  # the default of Tuning.dispatch_polars_min_rows (`match.family_index`), set likewise
 
 
 @contextlib.contextmanager
 def configured(tuning: Tuning) -> Iterator[None]:
-    """Within the block, `SMALL` is `tuning.polars_regex_min_rows` (the regex helpers read it per call)."""
-    global SMALL
-    before, SMALL = SMALL, tuning.polars_regex_min_rows
+    """Within the block, `SMALL` is `tuning.polars_regex_min_rows` and `DISPATCH_SMALL`
+    `tuning.dispatch_polars_min_rows` (the regex helpers and the family dispatch read them per call)."""
+    global SMALL, DISPATCH_SMALL
+    before = SMALL, DISPATCH_SMALL
+    SMALL, DISPATCH_SMALL = tuning.polars_regex_min_rows, tuning.dispatch_polars_min_rows
     try:
         yield
     finally:
-        SMALL = before
+        SMALL, DISPATCH_SMALL = before
 
 
 @functools.cache
