@@ -163,3 +163,25 @@ def test_keep_patterns_are_the_rules_own() -> None:
         "hang/exits.py": 3,
         "hang/verdict.py": 1,
     }
+
+
+def test_minimal_needles_give_the_same_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`needles.minimal` drops needles holding another (a folded one in any case): a line holds one of the
+    minimal set exactly when it holds one of the whole set. On the reader's own set and every line of the
+    samples, with their text case-swapped and cut too; the set is kept on disk and read back the same."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    whole = inert.needle_set() | {"(?i)Unhandled Cuda Error", "unhandled cuda error here", "NCCL WARN x"}
+    small = needles.minimal(whole)
+    assert len(small) < len(whole) * 0.8 and needles.minimal(whole) == small  # the second read: from disk
+    assert list(tmp_path.rglob("minimal-*.json"))
+    texts = [
+        str(t)
+        for p in sorted((SAMPLES / "logs").glob("*.log"))
+        for t in p.read_text(errors="replace").splitlines()
+    ]
+    texts += (
+        [t.swapcase() for t in texts] + [t[len(t) // 3 :] for t in texts] + ["xx Unhandled CUDA error yy"]
+    )
+    bad = [t for t in texts if needles.contains_one(t, whole) != needles.contains_one(t, small)]
+    assert not bad, bad[:3]
+    assert sum(needles.contains_one(t, small) for t in texts) > len(texts) // 10

@@ -54,7 +54,7 @@ def needle_set() -> frozenset[str]:
 
 @functools.cache
 def candidate_pattern() -> str:
-    return f"{_PREFIX_ASCII}|{needles.regex(needle_set())}"
+    return f"{_PREFIX_ASCII}|{needles.regex(needles.minimal(needle_set()))}"
 
 
 def clean_text(raw: pl.DataFrame) -> pl.Series:
