@@ -7,6 +7,7 @@ prints, it returns a `Session` holding every stage's output and every finding.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -70,23 +71,27 @@ def analyze(
     # exactly these empty frames.
     logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()
     logs = distrust_subseconds(logs)  # NCCL 2.26.2 misprints sub-second timestamps
-    ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
-    # nccl-tests output: its table in any text input (read again only where the log reader saw a marker),
-    # and `-J` JSON reports, which the classifier sends to the traces.
-    reports = [p for p in inputs.traces if looks_like_json_report(p)]
-    nccltests = read_nccltests([*inputs.logs, *reports], marked=logs.nccltests_marked, tuning=tuning)
-    # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
-    trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
-    traces = (
-        parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress, tuning=tuning)
-        if trace_inputs
-        else None
-    )
-    # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
-    aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
     flight = parse.read_flight(inputs.dumps, tuning=tuning) if inputs.dumps else None
-    phase = align.job_phase(logs)
-    hang = build_hang_view(logs, flight)
+    # The hang view reads only the logs and dumps: it is built on a thread of its own while the ranks are
+    # identified and the other inputs read (Polars releases the GIL in its queries; `Tuning.analysis_threads`).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncclscope-hang") as beside:
+        hang_view = beside.submit(build_hang_view, logs, flight) if tuning.analysis_threads > 1 else None
+        ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
+        # nccl-tests output: its table in any text input (read again only where the log reader saw a
+        # marker), and `-J` JSON reports, which the classifier sends to the traces.
+        reports = [p for p in inputs.traces if looks_like_json_report(p)]
+        nccltests = read_nccltests([*inputs.logs, *reports], marked=logs.nccltests_marked, tuning=tuning)
+        # Explicit --trace paths are traces whatever their first bytes say; read_traces dedups and expands dirs.
+        trace_inputs = [p for p in [*inputs.traces, *trace_paths] if p not in reports]
+        traces = (
+            parse.read_traces(trace_inputs, rank_map=rank_map, progress=progress, tuning=tuning)
+            if trace_inputs
+            else None
+        )
+        # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
+        aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
+        phase = align.job_phase(logs)
+        hang = hang_view.result() if hang_view is not None else build_hang_view(logs, flight)
     ctx = Context(
         logs=logs,
         ranks=ranks,
@@ -98,7 +103,7 @@ def analyze(
         hang=hang,
         nccltests=nccltests,
     )
-    findings = tuple(run_rules(ctx))
+    findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
     notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
     return Session(
         logs=logs,

@@ -35,6 +35,12 @@ class Tuning:
     fast_paths: bool = (
         True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
     )
+    # --- after reading -----------------------------------------------------------------------------
+    # Threads for the stages after reading: the hang view beside rank identity, the rules side by side. Their
+    # ~600 small Polars queries release the GIL while they run, so two threads overlap them: on the 243 MB
+    # COLL set (2 cores), identity, hang view and rules took 111-126 -> 76-93 ms (bench/README.md). 1: one
+    # after another. The findings and their order do not depend on it.
+    analysis_threads: int = 2
     # --- traces -----------------------------------------------------------------------------------
     trace_pool_min_bytes: int = 64 << 20  # a smaller trace set decodes in < 0.3 s: no worker processes
     trace_max_workers: int = 3  # each holds its own interpreter (~30 MB) while it runs

@@ -7,6 +7,7 @@ severity and a title; its docstring states the heuristic and its thresholds (`nc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -83,21 +84,25 @@ def rule(
 GROUP_ORDER = {"hang": 0, "errors": 1, "config": 2, "traces": 3, "warnings": 4}
 
 
-def run_rules(ctx: Context, only: Iterable[str] | None = None) -> list[Finding]:
-    """Run every registered rule (or those named) and return findings: errors first, then by group."""
+def run_rules(ctx: Context, only: Iterable[str] | None = None, *, threads: int = 1) -> list[Finding]:
+    """Run every registered rule (or those named) and return findings: errors first, then by group.
+    `threads` > 1 runs that many rules at once (rules are pure functions of the context; their findings
+    are gathered in registry order either way, so the result does not depend on it)."""
     _load_rule_modules()
     wanted = set(only) if only is not None else None
     chosen = [r for r in REGISTRY.values() if wanted is None or r.id in wanted]
-    out: list[Finding] = []
-    for r in chosen:
-        if not r.post:
-            out.extend(r.fn(ctx))
-    after = replace(ctx, prior=tuple(out))
-    for r in chosen:
-        if r.post:
-            out.extend(r.fn(after))
+    out = _each(ctx, [r for r in chosen if not r.post], threads)
+    out += _each(replace(ctx, prior=tuple(out)), [r for r in chosen if r.post], threads)
     group = {r.id: GROUP_ORDER.get(r.group, len(GROUP_ORDER)) for r in REGISTRY.values()}
     return sort_findings(sorted(out, key=lambda f: group.get(f.id, len(GROUP_ORDER))))
+
+
+def _each(ctx: Context, rules: list[Rule], threads: int) -> list[Finding]:
+    """The findings of `rules` on `ctx`, in the order of `rules`."""
+    if threads <= 1 or len(rules) <= 1:
+        return [f for r in rules for f in r.fn(ctx)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncclscope-rule") as pool:
+        return [f for found in pool.map(lambda r: list(r.fn(ctx)), rules) for f in found]
 
 
 def all_rules() -> list[Rule]:
