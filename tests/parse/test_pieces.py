@@ -181,3 +181,70 @@ def test_the_cli_gives_itself_its_share_of_the_cores_before_importing_polars(tmp
     env["POLARS_MAX_THREADS"] = "7"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "7"
+
+
+_PIN_CHECK = """
+import json, os, sys, time
+from ncclscope.cli.options import start_log_workers
+from ncclscope.tuning import Tuning
+pin = sys.argv[2] == "1"
+t = Tuning(log_pool_min_bytes=0, log_workers=1, piece_bytes=2000, pin_log_processes=pin)
+before = sorted(os.sched_getaffinity(0))
+start_log_workers(sys.argv[1:2], [], t)
+from ncclscope.parse.logs import spawn
+worker = spawn._SPARE[0].pid
+deadline = time.monotonic() + 20  # the worker keeps to its CPU once its interpreter has started
+while pin and sorted(os.sched_getaffinity(worker)) == before and time.monotonic() < deadline:
+    time.sleep(0.01)
+during = {"caller": sorted(os.sched_getaffinity(0)), "worker": sorted(os.sched_getaffinity(worker))}
+from ncclscope.parse import read_logs
+lf = read_logs(sys.argv[1:2], tuning=t)
+def cpus_of(tid):
+    try:
+        return tuple(sorted(os.sched_getaffinity(tid)))
+    except ProcessLookupError:  # a thread that ended meanwhile
+        return None
+after = sorted({c for tid in os.listdir("/proc/self/task") if (c := cpus_of(int(tid))) is not None})
+print(json.dumps({"before": before, "during": during, "after": after, "versions": lf.versions.height}))
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs Linux, 2 CPUs"
+)
+def test_the_cli_keeps_each_process_to_a_cpu_while_reading(tmp_path: Path) -> None:
+    """With workers, the CLI's caller and its worker each keep to a CPU of their own (the caller from before
+    Polars starts its thread, which follows it) until the pieces are read; then every thread of the caller
+    has the CPUs it had. Off (`pin_log_processes=False`): nothing is pinned. The same frames either way."""
+    import json
+
+    log = tmp_path / "a.log"
+    log.write_text("".join(f"node-1:1:1 [0] NCCL INFO cudaDriverVersion {i}\n" for i in range(400)))
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    runs = {}
+    for pin in ("1", "0"):
+        out = subprocess.run(
+            [sys.executable, "-c", _PIN_CHECK, str(log), pin],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs[pin] = json.loads(out.stdout)
+    on, off = runs["1"], runs["0"]
+    assert len(on["during"]["caller"]) == len(on["during"]["worker"]) == 1
+    assert on["during"]["caller"] != on["during"]["worker"]  # one CPU each, not the same one
+    assert on["after"] == off["after"] == [on["before"]]  # then every thread has the CPUs it had
+    assert off["during"] == {"caller": off["before"], "worker": off["before"]}  # off: nothing kept to one
+    assert on["versions"] == off["versions"] == 400
+
+
+def test_pinning_is_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclscope.cli.options import GLOBALS, tuning
+
+    GLOBALS.reset(debug=False, color=False)
+    monkeypatch.delenv("NCCLSCOPE_PIN_CPUS", raising=False)
+    assert tuning().pin_log_processes
+    monkeypatch.setenv("NCCLSCOPE_PIN_CPUS", "0")
+    assert not tuning().pin_log_processes

@@ -135,11 +135,14 @@ def run(
         ).start()
         feeding.append(fed)
     # Until every piece is done: a worker that dies gives its piece back before its event is set.
-    while (piece := queue.take()) is not None or not all(e.is_set() for e in feeding):
-        if piece is not None:
-            finish(reduce_piece(piece, tuning, keep))
-        else:
-            next(e for e in feeding if not e.is_set()).wait(timeout=0.05)
+    try:
+        while (piece := queue.take()) is not None or not all(e.is_set() for e in feeding):
+            if piece is not None:
+                finish(reduce_piece(piece, tuning, keep))
+            else:
+                next(e for e in feeding if not e.is_set()).wait(timeout=0.05)
+    finally:
+        spawn.release()  # the CPU `prestart` kept this process to: every CPU again for what follows
     if failed:
         raise failed[0]
     return done
