@@ -10,9 +10,10 @@ matched line by line, without captures, and op and opCount are cut at the litera
 (wrappers and prefix) repeats for every line of a thread; each distinct head is checked once (ASCII, no
 earlier ` NCCL `) and goes through the general prefix and wrapper patterns once (`peel.parse_heads`).
 The rule's optional trailing `detail` (RCCL prints ` task N globalrank G` after the stream pointer) is
-matched and dropped, as the general path drops it. Lines that do not fit this plan exactly (another ` NCCL ` before the marker, a literal met in
-the head, ANSI residue or trailing blanks in the head, non-ASCII text, longer than MAX_TEXT, a number
-beyond 64 bits) are left to the general path, which gives the same rows (and counts a note on the number).
+matched and dropped, as the general path drops it. Lines that do not fit this plan exactly (another
+` NCCL ` before the marker, a literal met in the head, ANSI residue or trailing blanks in the head,
+non-ASCII text, longer than MAX_TEXT, a number beyond 64 bits) are left to the general path, which gives
+the same rows (and counts a note on the number).
 """
 
 from __future__ import annotations

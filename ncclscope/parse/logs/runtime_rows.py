@@ -2,8 +2,8 @@
 
 The torch grammar and matcher belong to `ncclscope.parse.logs.runtime_lines` (imported, with Lark, only
 when a line passes the anchor); this module picks the messages worth offering (one vectorised pass of
-the matcher's own anchor regex, `runtime_anchor`, which every line the grammar accepts contains), matches each distinct one once, and attaches the origin columns (path,
-line, rank hint, …) to the hits.
+the matcher's own anchor regex, `runtime_anchor`, which every line the grammar accepts contains),
+matches each distinct one once, and attaches the origin columns (path, line, rank hint, …) to the hits.
 """
 
 from __future__ import annotations

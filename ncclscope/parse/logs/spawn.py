@@ -16,6 +16,7 @@ of the allowed set, from before Polars starts its thread (which inherits it) unt
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -30,15 +31,13 @@ _BOOT = (
     "from ncclscope.parse.logs.worker import serve; serve(); sys.stdout.flush(); import os; os._exit(0)"
 )
 _SPARE: list[subprocess.Popen[bytes]] = []  # started by `prestart`, not yet taken by a pool
-_ALLOWED: list[tuple[int, ...]] = []  # the CPUs this process may use, read once before any pinning
 _PINNED: list[bool] = []  # whether `prestart` pinned this process (`release` undoes it)
 
 
+@functools.cache
 def _allowed() -> tuple[int, ...]:
-    """The CPUs this process may run on, as it started (before `prestart` pinned it); () off Linux."""
-    if not _ALLOWED:
-        _ALLOWED.append(tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ())
-    return _ALLOWED[0]
+    """The CPUs this process may run on, as it started (read once, before `prestart` pins it); () off Linux."""
+    return tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
 
 
 def _cores() -> int:
