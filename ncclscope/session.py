@@ -16,7 +16,9 @@ from ncclscope import align, parse
 from ncclscope import schema as S
 from ncclscope.align.phase import JobPhase
 from ncclscope.align.traces import AlignedCollectives
-from ncclscope.findings import Context, run_rules
+from ncclscope.diagnosis import Diagnosis, diagnose
+from ncclscope.diagnosis.inputs import gather
+from ncclscope.findings import Context, all_rules, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
@@ -49,6 +51,7 @@ class Session:
     hang: HangView = field(default_factory=HangView)
     notes: tuple[str, ...] = field(default=())
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables in the inputs
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)  # the verdict: causes with their echoes folded
 
     @property
     def has_errors(self) -> bool:
@@ -104,6 +107,8 @@ def analyze(
         nccltests=nccltests,
     )
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
+    groups = {r.id: r.group for r in all_rules()}
+    diagnosis = diagnose(findings, gather(findings, rule_groups=groups, logs=logs, hang=hang, flight=flight))
     notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
     return Session(
         logs=logs,
@@ -117,6 +122,7 @@ def analyze(
         hang=hang,
         notes=notes,
         nccltests=nccltests,
+        diagnosis=diagnosis,
     )
 
 

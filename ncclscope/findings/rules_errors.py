@@ -151,7 +151,7 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             cited,
             ctx,
             ordered=True,
-            metrics={"cause": _cause(first["message"] or "")},
+            metrics={"cause": _cause(first["message"] or ""), "role": _role(rows)},
         )
     ]
 
@@ -205,6 +205,16 @@ ADVICE: dict[str, Advice] = {
         "advertised address is reachable (`nc -zv <addr> <port>`).",
     ),
 }
+
+
+def _role(rows: pl.DataFrame) -> str:
+    """What the connection lines are as a whole (the diagnosis reads it): `root` when a connect failed
+    outright or ran out of retries, `echo` when only a peer's going away is seen (or seen first), else
+    `retry` (retries still running)."""
+    classes = set(rows["cls"].to_list())
+    if classes & {0, 1}:
+        return "root"
+    return "echo" if 3 in classes and (rows["cls"][0] == 3 or classes == {3}) else "retry"
 
 
 def _cause(message: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.records import SEVERITY_ORDER
-from ncclscope.report import facts, views_hang, views_nccltests
+from ncclscope.report import facts, views_hang, views_nccltests, views_verdict
 
 if TYPE_CHECKING:
     from ncclscope.session import Session
@@ -38,21 +38,8 @@ class Section:
 
 
 def verdict(s: Session) -> str:
-    """One sentence: the hang verdict when a collective is stuck, else the first error finding,
-    else the first warning, else a clean bill."""
-    hangs = [f for f in s.findings if f.id == "collective-hang" and f.severity == "error"]
-    if hangs:
-        more = f" (+{len(hangs) - 1} more stuck collectives)" if len(hangs) > 1 else ""
-        return f"{hangs[0].title.rstrip('.')}{more}."
-    for sev in ("error", "warning"):
-        top = [f for f in s.findings if f.severity == sev]
-        if top:
-            more = f" (+{len(top) - 1} more {sev}s)" if len(top) > 1 else ""
-            return f"{sev.upper()}: {top[0].title.rstrip('.')}{more}."
-    infos = sum(f.severity == "info" for f in s.findings)
-    if infos:
-        return f"No error or warning findings in the evidence given ({infos} for information)."
-    return "No problems found in the evidence given."
+    """One sentence: the diagnosis' cause with what it explains (`report.views_verdict`), else a clean bill."""
+    return views_verdict.text(s, s.diagnosis)
 
 
 def _top_severity(s: Session) -> str:
@@ -92,8 +79,8 @@ def _rank_records(s: Session, _p: Provenance) -> list[dict[str, Any]]:
 SECTIONS: tuple[Section, ...] = (
     Section(
         "verdict",
-        lambda s, _p: {"severity": _top_severity(s), "text": verdict(s)},
-        "one sentence, top severity",
+        lambda s, _p: views_verdict.section(s),
+        "the diagnosis: its sentence, cause, ranks, confidence, echoes and chain",
     ),
     Section("counts", lambda s, _p: dict(Counter(f.severity for f in s.findings)), "findings per severity"),
     Section("summary", lambda s, _p: evidence_summary(s), "what was read"),
@@ -117,11 +104,17 @@ def build(s: Session, prov: Provenance = Provenance()) -> Document:
     return {sec.key: sec.build(s, prov) for sec in SECTIONS}
 
 
+def _json_verdict(v: Document) -> Document:
+    """The verdict object of the JSON schema: the section less the renderers' folding map."""
+    return {k: val for k, val in v.items() if k != "folded"}
+
+
 def json_view(doc: Document) -> Document:
     """The stable JSON schema (`analyze --format json`): a projection of the document."""
     p = doc["provenance"]
     return {
         "ncclscope": p["ncclscope"],
+        "verdict": _json_verdict(doc["verdict"]),
         "inputs": p["inputs"],
         "ranks": doc["rank_records"],
         "findings": doc["findings"],

@@ -1,0 +1,167 @@
+"""Diagnosis stage, reasoning: link events by the knowledge table, fold echoes under the events nothing
+explains, and order those causes (the first is the verdict).
+
+Each echo keeps one cause: the most fundamental candidate (class, then tier, then time). A link only
+goes from a lower tier to a higher one (or, for entries that allow it, from an earlier finding of the
+same tier to a later one), so the links form no cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ncclscope.diagnosis.knowledge import Knowledge, LinkRule
+from ncclscope.diagnosis.model import Cause, Confidence, Event, Link, Step
+
+CLASS_RANK = {"cause": 0, "symptom": 1, "consequence": 2, "risk": 3, "info": 4}
+FAILURE = ("cause", "symptom", "consequence")
+MAX_STEPS = 6
+
+
+def link(events: Sequence[Event], k: Knowledge) -> tuple[Link, ...]:
+    """For each event that some other event explains, the one link to its best cause."""
+    best: dict[int, tuple[tuple[object, ...], Link]] = {}
+    for rule in k.links:
+        causes = [e for e in events if e.kind in rule.causes]
+        echoes = [e for e in events if e.kind in rule.echoes]
+        for c in causes:
+            for e in echoes:
+                if c.index != e.index and _allowed(rule, c, e, k):
+                    key = _precedence(c)
+                    if e.index not in best or key < best[e.index][0]:
+                        best[e.index] = (key, Link(e.index, c.index, rule.id, rule.reason, rule.relation))
+    return tuple(best[i][1] for i in sorted(best))
+
+
+def _allowed(rule: LinkRule, c: Event, e: Event, k: Knowledge) -> bool:
+    if not (c.tier < e.tier or (rule.same_tier and c.tier == e.tier and c.index < e.index)):
+        return False
+    return _in_scope(rule, c, e) and (not rule.timed or _not_after(c, e, k))
+
+
+def _in_scope(rule: LinkRule, c: Event, e: Event) -> bool:
+    if rule.scope == "job":
+        return True
+    if rule.scope == "ranks":
+        return bool(set(c.ranks) & set(e.ranks)) or bool(set(c.hosts) & set(e.hosts))
+    if rule.scope == "members":  # a culprit of c belongs to e's group (or is one of e's named ranks)
+        return bool(set(c.ranks) & (set(e.members) | set(e.ranks)))
+    return bool(c.ranks) and set(c.ranks) == set(e.ranks)  # same-culprits
+
+
+def _not_after(c: Event, e: Event, k: Knowledge) -> bool:
+    """The cause may not come after the echo: by timestamps (with slack for clock skew between
+    hosts), else by line order within one input for events of one rank; unknown order allows the link."""
+    a, b = c.when, e.when
+    if a.ts_us is not None and b.ts_us is not None:
+        return a.ts_us <= b.ts_us + k.time_slack_us
+    # Line order is time order only within one process: a pasted excerpt may group lines by rank.
+    if a.path and a.path == b.path and a.line > 0 and b.line > 0 and set(c.ranks) & set(e.ranks):
+        return a.line <= b.line
+    return True
+
+
+def _precedence(e: Event) -> tuple[object, ...]:
+    ts = e.when.ts_us if e.when.ts_us is not None else float("inf")
+    return (CLASS_RANK[e.klass], e.tier, ts, e.when.path, e.when.line, e.index)
+
+
+def causes(events: Sequence[Event], links: Sequence[Link]) -> tuple[Cause, ...]:
+    """The events nothing explains, each with its echoes (transitively), most fundamental first.
+    Failures (cause, symptom, consequence) when there are any, else risks; never info."""
+    parent = {lk.echo: lk.cause for lk in links}
+    roots = [e for e in events if e.index not in parent]
+    chosen = [e for e in roots if e.klass in FAILURE] or [
+        e for e in roots if e.klass == "risk" and e.severity != "info"
+    ]
+    stamped = all(e.when.ts_us is not None for e in chosen if e.klass == "cause")
+    chosen.sort(key=lambda e: _order(e, stamped))
+    by_index = {e.index: e for e in events}
+    out = []
+    for root in chosen:
+        echoes = tuple(
+            by_index[i] for i in sorted(_descendants(root.index, parent), key=lambda i: _seq(by_index[i]))
+        )
+        out.append(_cause(root, echoes, links, len(chosen)))
+    return tuple(out)
+
+
+def _order(e: Event, stamped: bool) -> tuple[object, ...]:
+    """Class first; among causes, the earliest in time when every cause carries a timestamp (the
+    earliest failure wins), else the most fundamental tier."""
+    ts = e.when.ts_us if (stamped and e.klass == "cause" and e.when.ts_us is not None) else 0.0
+    return (CLASS_RANK[e.klass], ts, e.tier, e.when.path, e.when.line, e.index)
+
+
+def _seq(e: Event) -> tuple[object, ...]:
+    return (e.when.ts_us if e.when.ts_us is not None else float("inf"), e.tier, e.index)
+
+
+def _descendants(root: int, parent: dict[int, int]) -> set[int]:
+    out: set[int] = set()
+    for echo in parent:
+        seen, node = set(), echo
+        while node in parent and node not in seen:
+            seen.add(node)
+            node = parent[node]
+            if node == root:
+                out.add(echo)
+                break
+    return out
+
+
+def _cause(root: Event, echoes: tuple[Event, ...], links: Sequence[Link], n_roots: int) -> Cause:
+    ranks = root.ranks
+    same = [e for e in echoes if e.kind == root.kind == "hang-stuck-rank"]
+    if same:  # one job-level culprit set over every group the same ranks hold up
+        ranks = tuple(sorted({*ranks, *(r for e in same for r in e.ranks)}))
+    conf, why = _confidence(root, echoes, n_roots)
+    return Cause(
+        event=root,
+        ranks=ranks,
+        hosts=root.hosts,
+        confidence=conf,
+        confidence_reason=why,
+        echoes=echoes,
+        chain=_chain(root, echoes, links),
+    )
+
+
+def _confidence(root: Event, echoes: tuple[Event, ...], n_roots: int) -> tuple[Confidence, str]:
+    alone = n_roots == 1
+    if root.klass == "cause":
+        if echoes and (root.ranks or root.hosts) and alone:
+            return "high", f"a failure on named ranks/hosts that explains {len(echoes)} other finding(s)"
+        if echoes or alone:
+            return "medium", (
+                "a failure that explains the other findings" if echoes else "the only failure in the evidence"
+            ) + ("" if alone else f"; {n_roots} independent failures in the evidence")
+        return "low", f"one of {n_roots} independent failures in the evidence"
+    if root.klass == "symptom":
+        return "low" if not alone else "medium", (
+            "only the symptom is in the evidence: no finding says what caused it"
+            + ("" if alone else f"; {n_roots} unexplained failures")
+        )
+    if root.klass == "consequence":
+        return (
+            "low",
+            "only echoes of a peer's failure are in the evidence: the failing peer's own log is missing",
+        )
+    return "medium", "no failure in the evidence; the leading risk is named"
+
+
+def _chain(root: Event, echoes: tuple[Event, ...], links: Sequence[Link]) -> tuple[Step, ...]:
+    """Cause first, then its echoes in time order, each step saying why it follows."""
+    relation = {lk.echo: lk.relation for lk in links}
+    steps = [Step(_ranked(root), root.evidence[:2])]
+    for e in echoes[: MAX_STEPS - 1]:
+        steps.append(Step(f"→ {_ranked(e)} ({relation.get(e.index, 'explained above')})", e.evidence[:1]))
+    if len(echoes) > MAX_STEPS - 1:
+        rest = sorted({e.finding_id for e in echoes[MAX_STEPS - 1 :]})
+        steps.append(Step(f"… and {len(echoes) - MAX_STEPS + 1} more echoes ({', '.join(rest)})", ()))
+    return tuple(steps)
+
+
+def _ranked(e: Event) -> str:
+    who = f"rank(s) {', '.join(str(r) for r in e.ranks[:6])}: " if e.ranks else ""
+    return f"{who}{e.title.rstrip('.')}"

@@ -1,0 +1,96 @@
+"""Report stage, verdict view: the diagnosis as the report document's `verdict` section.
+
+One sentence (`text`) for the line users read, and the structure behind it for every renderer and
+the JSON: the cause's finding, ranks, hosts, confidence, the echoes folded under it, the chain of
+reasoning with its evidence, and any further independent causes. `folded` maps each echo's finding
+index to its cause's, so renderers can fold findings without reasoning again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ncclscope.diagnosis import Cause, Diagnosis
+
+if TYPE_CHECKING:
+    from ncclscope.session import Session
+
+_SEVERITIES = ("error", "warning", "info")
+
+
+def section(s: Session) -> dict[str, Any]:
+    """The verdict section of the report document."""
+    d = s.diagnosis
+    top = _top_severity(s)
+    v = d.verdict
+    base: dict[str, Any] = {"severity": top, "text": text(s, d)}
+    if v is None:
+        return {
+            **base,
+            "finding": None,
+            "index": None,
+            "ranks": [],
+            "hosts": [],
+            "confidence": None,
+            "confidence_reason": None,
+            "echoes": [],
+            "chain": [],
+            "causes": [],
+            "folded": {},
+        }
+    return {
+        **base,
+        **_cause(v),
+        "causes": [_cause(c) for c in d.causes[1:]],
+        "folded": {str(e.index): c.event.index for c in d.causes for e in c.echoes},
+    }
+
+
+def text(s: Session, d: Diagnosis) -> str:
+    """The verdict sentence: the cause (or leading symptom/risk) with what it explains, else a clean bill."""
+    v = d.verdict
+    if v is None:
+        infos = sum(f.severity == "info" for f in s.findings)
+        if infos:
+            return f"No error or warning findings in the evidence given ({infos} for information)."
+        return "No problems found in the evidence given."
+    head = {"cause": "", "symptom": "", "consequence": "Only an echo is visible: ", "risk": ""}[v.event.klass]
+    more = len(d.causes) - 1
+    extra = f" (+{more} independent cause{'s' if more > 1 else ''})" if more else ""
+    sev = v.event.severity.upper()
+    return f"{sev}: {head}{v.sentence.rstrip('.')}{extra}."
+
+
+def _cause(c: Cause) -> dict[str, Any]:
+    return {
+        "finding": c.event.finding_id,
+        "index": c.event.index,
+        "class": c.event.klass,
+        "kind": c.event.kind,
+        "title": c.event.title,
+        "ranks": list(c.ranks),
+        "hosts": list(c.hosts),
+        "confidence": c.confidence,
+        "confidence_reason": c.confidence_reason,
+        "echoes": [{"finding": e.finding_id, "index": e.index, "title": e.title} for e in c.echoes],
+        "chain": [st.to_json() for st in c.chain],
+    }
+
+
+def _top_severity(s: Session) -> str:
+    sevs = {f.severity for f in s.findings}
+    return next((sev for sev in _SEVERITIES if sev in sevs), "ok")
+
+
+def fold(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The document's findings for a renderer: each cause (verdict first) with its echoes under it,
+    then every other finding in report order with no echoes (those folded under a cause are not
+    repeated)."""
+    v, findings = doc["verdict"], doc["findings"]
+    if v.get("index") is None:
+        return [(f, []) for f in findings]
+    causes = [v, *v["causes"]]
+    heads = [c["index"] for c in causes]
+    folded = {e["index"] for c in causes for e in c["echoes"]}
+    out = [(findings[c["index"]], [findings[e["index"]] for e in c["echoes"]]) for c in causes]
+    return out + [(f, []) for i, f in enumerate(findings) if i not in folded and i not in heads]
