@@ -48,6 +48,7 @@ class LinkRule:
     relation: str  # how the chain says it: "<echo> because <relation>"
     timed: bool = True
     same_tier: bool = False  # allowed between events of one tier (the earlier finding explains the later)
+    any_tier: bool = False  # allowed from a higher tier to a lower one (the reasoner never closes a cycle)
 
 
 LOCAL_FAILURES = (
@@ -82,10 +83,19 @@ KINDS: tuple[Kind, ...] = (
         severities=("warning",),
     ),
     Kind(
-        "process-death",
+        "process-exception",
         "rank-exited",
         "cause",
         10,
+        "A rank that raised its own fatal exception (metrics.exc_type) and died of it stops every "
+        "collective of every group it belongs to; its exception says why.",
+        has=("exc_type",),
+    ),
+    Kind(
+        "process-death",
+        "rank-exited",
+        "cause",
+        11,
         "A rank that died (its own exception, a crash at the end of its log, a signal it did not send "
         "itself) stops every collective of every group it belongs to.",
     ),
@@ -227,8 +237,17 @@ KINDS: tuple[Kind, ...] = (
         "init-incomplete",
         "symptom",
         65,
-        "Init that started and did not complete is a symptom: something kept the ranks from connecting.",
-        severities=("error", "warning"),
+        "Init that started on some ranks and completed on others is a symptom: something kept the rest "
+        "from connecting (error severity).",
+        severities=("error",),
+    ),
+    Kind(
+        "init-unseen",
+        "init-incomplete",
+        "risk",
+        89,
+        "Init START with no COMPLETE on any rank of the communicator (warning severity): the log may simply "
+        "end before COMPLETE, so it is a weak sign, below any measured risk.",
     ),
     Kind(
         "unexplained",
@@ -289,7 +308,8 @@ KINDS: tuple[Kind, ...] = (
         "*",
         "risk",
         80,
-        "A degraded data path (sockets instead of IB, no GPUDirect RDMA, no P2P) costs bandwidth.",
+        "A degraded data path (sockets instead of IB, no GPUDirect RDMA, no P2P, a GPU shared by ranks) "
+        "costs bandwidth.",
         severities=("warning", "info"),
         contains=(("_finding_family", "transport"),),
     ),
@@ -310,6 +330,7 @@ FINDING_FAMILY: dict[str, str] = {
     "gdr-disabled": "transport",
     "p2p-degraded": "transport",
     "iface-virtual": "transport",
+    "duplicate-gpu": "transport",  # accepted GPU sharing (warning): ranks time-slice one GPU
     "low-busbw": "slow",
     "nccltests-low-busbw": "slow",
     "straggler": "slow",
@@ -352,7 +373,7 @@ LINKS: tuple[LinkRule, ...] = (
     ),
     LinkRule(
         "error-path-desync",
-        (*LOCAL_FAILURES, "app-exception"),
+        ("process-exception", "app-exception", "cuda-error"),
         ("desync",),
         "ranks",
         "A rank's error path (an exception handler, cleanup, a retry) calls a collective its peers never "
@@ -409,6 +430,18 @@ LINKS: tuple[LinkRule, ...] = (
         "the mismatched collective never completed",
     ),
     LinkRule(
+        "desync-aborts",
+        ("desync",),
+        ("process-death",),
+        "ranks",
+        "A rank killed by a signal (SIGABRT) with no exception of its own, among the ranks that called a "
+        "different collective: the backend aborts on the mismatch it received (gloo's size enforce), so "
+        "the death is the desync's consequence.",
+        "the backend aborted it on the mismatched collective",
+        timed=False,
+        any_tier=True,
+    ),
+    LinkRule(
         "stuck-ranks-hold-groups",
         ("hang-stuck-rank",),
         ("hang-desync", "hang-no-culprit"),
@@ -452,8 +485,8 @@ LINKS: tuple[LinkRule, ...] = (
         ("slow-transport",),
         ("slow",),
         "job",
-        "A degraded data path (sockets, no GDR, no P2P) is a reason for measured low bandwidth and "
-        "exposed communication.",
+        "A degraded data path (sockets, no GDR, no P2P, a shared GPU) is a reason for measured low "
+        "bandwidth and exposed communication.",
         "the data path is degraded",
         timed=False,
     ),

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from ncclscope.diagnosis.knowledge import Knowledge, LinkRule
 from ncclscope.diagnosis.model import Cause, Confidence, Event, Link, Step
+from ncclscope.records import SEVERITY_ORDER
 
 CLASS_RANK = {"cause": 0, "symptom": 1, "consequence": 2, "risk": 3, "info": 4}
 FAILURE = ("cause", "symptom", "consequence")
@@ -19,22 +20,38 @@ MAX_STEPS = 6
 
 
 def link(events: Sequence[Event], k: Knowledge) -> tuple[Link, ...]:
-    """For each event that some other event explains, the one link to its best cause."""
-    best: dict[int, tuple[tuple[object, ...], Link]] = {}
-    for rule in k.links:
+    """For each event that some other event explains, the one link to its best cause: candidates are
+    taken most fundamental cause first, and one that would close a cycle is skipped."""
+    found: list[tuple[tuple[object, ...], int, Link]] = []
+    for order, rule in enumerate(k.links):
         causes = [e for e in events if e.kind in rule.causes]
         echoes = [e for e in events if e.kind in rule.echoes]
         for c in causes:
             for e in echoes:
                 if c.index != e.index and _allowed(rule, c, e, k):
-                    key = _precedence(c)
-                    if e.index not in best or key < best[e.index][0]:
-                        best[e.index] = (key, Link(e.index, c.index, rule.id, rule.reason, rule.relation))
-    return tuple(best[i][1] for i in sorted(best))
+                    found.append(
+                        (_precedence(c), order, Link(e.index, c.index, rule.id, rule.reason, rule.relation))
+                    )
+    parent: dict[int, Link] = {}
+    for _key, _order, lk in sorted(found, key=lambda t: (t[0], t[1], t[2].echo)):
+        if lk.echo not in parent and not _reaches(lk.cause, lk.echo, parent):
+            parent[lk.echo] = lk
+    return tuple(parent[i] for i in sorted(parent))
+
+
+def _reaches(start: int, target: int, parent: dict[int, Link]) -> bool:
+    """Whether following causes up from `start` reaches `target` (linking target -> start would loop)."""
+    node, seen = start, set()
+    while node in parent and node not in seen:
+        seen.add(node)
+        node = parent[node].cause
+        if node == target:
+            return True
+    return start == target
 
 
 def _allowed(rule: LinkRule, c: Event, e: Event, k: Knowledge) -> bool:
-    if not (c.tier < e.tier or (rule.same_tier and c.tier == e.tier and c.index < e.index)):
+    if not (rule.any_tier or c.tier < e.tier or (rule.same_tier and c.tier == e.tier and c.index < e.index)):
         return False
     return _in_scope(rule, c, e) and (not rule.timed or _not_after(c, e, k))
 
@@ -71,11 +88,14 @@ def causes(events: Sequence[Event], links: Sequence[Link]) -> tuple[Cause, ...]:
     Failures (cause, symptom, consequence) when there are any, else risks; never info."""
     parent = {lk.echo: lk.cause for lk in links}
     roots = [e for e in events if e.index not in parent]
-    chosen = [e for e in roots if e.klass in FAILURE] or [
-        e for e in roots if e.klass == "risk" and e.severity != "info"
-    ]
+    chosen = [e for e in roots if e.klass in FAILURE]
     stamped = all(e.when.ts_us is not None for e in chosen if e.klass == "cause")
     chosen.sort(key=lambda e: _order(e, stamped))
+    if not chosen:  # no failure: the leading risk, and other risks only where they explain something
+        risks = sorted(
+            (e for e in roots if e.klass == "risk" and e.severity != "info"), key=lambda e: _order(e, False)
+        )
+        chosen = risks[:1] + [e for e in risks[1:] if e.index in parent.values()]
     by_index = {e.index: e for e in events}
     out = []
     for root in chosen:
@@ -87,10 +107,10 @@ def causes(events: Sequence[Event], links: Sequence[Link]) -> tuple[Cause, ...]:
 
 
 def _order(e: Event, stamped: bool) -> tuple[object, ...]:
-    """Class first; among causes, the earliest in time when every cause carries a timestamp (the
-    earliest failure wins), else the most fundamental tier."""
+    """Class first, then severity; among causes, the earliest in time when every cause carries a
+    timestamp (the earliest failure wins), else the most fundamental tier."""
     ts = e.when.ts_us if (stamped and e.klass == "cause" and e.when.ts_us is not None) else 0.0
-    return (CLASS_RANK[e.klass], ts, e.tier, e.when.path, e.when.line, e.index)
+    return (CLASS_RANK[e.klass], SEVERITY_ORDER[e.severity], ts, e.tier, e.when.path, e.when.line, e.index)
 
 
 def _seq(e: Event) -> tuple[object, ...]:

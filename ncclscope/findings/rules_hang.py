@@ -224,6 +224,37 @@ def _echo_metrics(rep: HangView) -> dict[str, object]:
     }
 
 
+@rule("rank-exception", "error", "A rank raised its own fatal exception and went on waiting", "hang")
+def rank_exception(ctx: Context) -> Iterable[Finding]:
+    """A rank whose own exception (OOM, CUDA error, NCCL error; not one that only says a peer went away)
+    the hang stage found (a traceback near its log's end, or one its launcher reported) while the rank
+    did not simply die: it went on (an exception handler, an error path that calls another collective,
+    a wait for its peers). rank-exited covers ranks whose exception ended them. Error: the exception is
+    the first failure of that rank, whatever it did next."""
+    rep = ctx.hang
+    exited = {r for r, _e in rep.exited}
+    for c in rep.causes.filter(~pl.col("echo")).iter_rows(named=True):
+        r = int(c["rank"])
+        if r in exited:
+            continue
+        exc, msg = str(c["exc_type"]), str(c["message"] or "")
+        short = msg if len(msg) <= 140 else msg[:137] + "..."
+        own = ev(c["path"], c["line"], c["text"])
+        block = [ev(c["path"], c["block_line"], c["block_text"])] if c["block_line"] is not None else []
+        yield Finding(
+            id="rank-exception",
+            severity="error",
+            title=f"Rank {r} raised {exc}: {short}".rstrip(": "),
+            why="The rank failed on its own first; it did not exit, so what it did next (an exception "
+            "handler, an error path that calls another collective, waiting for its peers) and the other "
+            "ranks' timeouts follow from this exception.",
+            fix=FIX["d"],
+            ranks=(r,),
+            evidence=(own, *block, *_echo_evidence(rep, 4)),
+            metrics={"rank": r, "cause": c["cause"], "exc_type": exc, "message": msg[:500], "via": c["via"]},
+        )
+
+
 @rule("watchdog-timeout", "error", "The PyTorch watchdog timed out a collective", "hang")
 def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     """Every `Watchdog caught collective operation timeout: WorkNCCL(SeqNum, OpType, NumelIn,
