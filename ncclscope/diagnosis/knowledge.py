@@ -14,7 +14,7 @@ from typing import Literal
 
 from ncclscope.diagnosis.model import EventClass
 
-Scope = Literal["job", "ranks", "members", "same-culprits"]
+Scope = Literal["job", "ranks", "members", "culprits-wait", "same-culprits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,10 +446,23 @@ LINKS: tuple[LinkRule, ...] = (
         ("hang-stuck-rank",),
         ("hang-desync", "hang-no-culprit"),
         "members",
-        "A rank stuck in one group never reaches its next collective in the other groups it belongs to; "
-        "their 'every rank entered' or 'desync' reading is the echo of that rank, not the network.",
-        "a member rank is stuck in another group",
+        "A rank stuck in one group never reaches its next collective in the other groups it belongs to, "
+        "and a member that waits in the stuck group cannot go on in its other groups either: their "
+        "'every rank entered' or 'desync' reading is the echo of the stuck ranks, not the network.",
+        "its members wait on the ranks stuck in another group",
         timed=False,
+    ),
+    LinkRule(
+        "waits-elsewhere",
+        ("hang-stuck-rank",),
+        ("hang-stuck-rank",),
+        "culprits-wait",
+        "A rank that is behind in one group because it entered, and waits in, another group's stuck "
+        "collective is not a culprit: the ranks that hold up that other group are (Flight Recorder's view "
+        "across groups, as a wavefront over every group's dump).",
+        "its culprits wait in this group's stuck collective",
+        timed=False,
+        same_tier=True,
     ),
     LinkRule(
         "same-stuck-ranks",

@@ -75,6 +75,7 @@ class Cause:
     """A failure nothing else in the evidence explains, with everything it explains folded under it."""
 
     event: Event
+    title: str  # the event's title, or a job-level one (ranks stuck across process groups)
     ranks: tuple[int, ...]
     hosts: tuple[str, ...]
     confidence: Confidence
@@ -86,14 +87,14 @@ class Cause:
     def sentence(self) -> str:
         """The verdict line: the cause, who is behind it, and how many echoes it explains."""
         who = ""
-        named = "rank" in self.event.title and str(self.ranks[0] if self.ranks else "") in self.event.title
+        named = "ank" in self.title and str(self.ranks[0] if self.ranks else "") in self.title
         if self.ranks and not named:
             who = f" (rank{'s' if len(self.ranks) > 1 else ''} {_ranks(self.ranks)}"
             who += f" on {', '.join(self.hosts[:3])})" if self.hosts else ")"
-        elif self.hosts and not any(h in self.event.title for h in self.hosts):
+        elif self.hosts and not any(h in self.title for h in self.hosts):
             who = f" (on {', '.join(self.hosts[:3])})"
         folded = f"; explains {len(self.echoes)} other finding(s)" if self.echoes else ""
-        return f"{self.event.title.rstrip('.')}{who}{folded}."
+        return f"{self.title.rstrip('.')}{who}{folded}."
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ncclscope.diagnosis.knowledge import Knowledge, LinkRule
 from ncclscope.diagnosis.model import Cause, Confidence, Event, Link, Step
 from ncclscope.records import SEVERITY_ORDER
 
+HANG_KINDS = ("hang-stuck-rank", "hang-desync", "hang-no-culprit")
 CLASS_RANK = {"cause": 0, "symptom": 1, "consequence": 2, "risk": 3, "info": 4}
 FAILURE = ("cause", "symptom", "consequence")
 MAX_STEPS = 6
@@ -61,8 +62,11 @@ def _in_scope(rule: LinkRule, c: Event, e: Event) -> bool:
         return True
     if rule.scope == "ranks":
         return bool(set(c.ranks) & set(e.ranks)) or bool(set(c.hosts) & set(e.hosts))
-    if rule.scope == "members":  # a culprit of c belongs to e's group (or is one of e's named ranks)
-        return bool(set(c.ranks) & (set(e.members) | set(e.ranks)))
+    waiting = set(c.members) - set(c.ranks)  # members of c's group that entered and wait there
+    if rule.scope == "members":  # a culprit of c belongs to e's group, or a member of e's group waits in c
+        return bool((set(c.ranks) | waiting) & (set(e.members) | set(e.ranks)))
+    if rule.scope == "culprits-wait":  # every culprit of e waits in c's stuck collective
+        return bool(e.ranks) and set(e.ranks) <= waiting
     return bool(c.ranks) and set(c.ranks) == set(e.ranks)  # same-culprits
 
 
@@ -131,19 +135,31 @@ def _descendants(root: int, parent: dict[int, int]) -> set[int]:
 
 
 def _cause(root: Event, echoes: tuple[Event, ...], links: Sequence[Link], n_roots: int) -> Cause:
-    ranks = root.ranks
-    same = [e for e in echoes if e.kind == root.kind == "hang-stuck-rank"]
-    if same:  # one job-level culprit set over every group the same ranks hold up
-        ranks = tuple(sorted({*ranks, *(r for e in same for r in e.ranks)}))
     conf, why = _confidence(root, echoes, n_roots)
     return Cause(
         event=root,
-        ranks=ranks,
+        title=_title(root, echoes),
+        ranks=root.ranks,
         hosts=root.hosts,
         confidence=conf,
         confidence_reason=why,
         echoes=echoes,
         chain=_chain(root, echoes, links),
+    )
+
+
+def _title(root: Event, echoes: tuple[Event, ...]) -> str:
+    """The cause's own title; for ranks stuck across process groups, a job-level title naming them and
+    every group that waits on them (issue 27: one verdict, not one per group)."""
+    groups = [g for e in echoes if e.kind in HANG_KINDS for g in e.groups]
+    if root.kind != "hang-stuck-rank" or not groups or not root.ranks:
+        return root.title
+    who = ", ".join(str(r) for r in root.ranks[:8])
+    names = ", ".join(dict.fromkeys(groups[:6])) + (" …" if len(groups) > 6 else "")
+    return (
+        f"Rank{'s' if len(root.ranks) > 1 else ''} {who} hold{'' if len(root.ranks) > 1 else 's'} the job up: "
+        f"{len(groups)} other stuck process group(s) wait on {'them' if len(root.ranks) > 1 else 'it'} ({names}). "
+        f"{root.title}"
     )
 
 
@@ -157,6 +173,11 @@ def _confidence(root: Event, echoes: tuple[Event, ...], n_roots: int) -> tuple[C
                 "a failure that explains the other findings" if echoes else "the only failure in the evidence"
             ) + ("" if alone else f"; {n_roots} independent failures in the evidence")
         return "low", f"one of {n_roots} independent failures in the evidence"
+    if root.kind == "hang-stuck-rank" and _behind_everywhere(root, echoes):
+        return "high", (
+            f"rank(s) {', '.join(str(r) for r in root.ranks[:8])} are behind in every stuck process group they "
+            "belong to, and every other stuck group waits on them"
+        )
     if root.klass == "symptom":
         return "low" if not alone else "medium", (
             "only the symptom is in the evidence: no finding says what caused it"
@@ -168,6 +189,16 @@ def _confidence(root: Event, echoes: tuple[Event, ...], n_roots: int) -> tuple[C
             "only echoes of a peer's failure are in the evidence: the failing peer's own log is missing",
         )
     return "medium", "no failure in the evidence; the leading risk is named"
+
+
+def _behind_everywhere(root: Event, echoes: tuple[Event, ...]) -> bool:
+    """Every other stuck group is folded under the root, and in each one the root's ranks belong to, they
+    are culprits too or nobody is (the wavefront test over all groups)."""
+    hangs = [e for e in echoes if e.kind in HANG_KINDS]
+    if not hangs:
+        return False
+    mine = set(root.ranks)
+    return all(not (mine & set(e.members)) or mine <= set(e.ranks) or not e.ranks for e in hangs)
 
 
 def _chain(root: Event, echoes: tuple[Event, ...], links: Sequence[Link]) -> tuple[Step, ...]:

@@ -228,6 +228,9 @@ def flight_progress(flight: FlightFrames) -> pl.DataFrame:
         .otherwise(pl.coalesce(pl.col("_open") - 1, "_max_done", "last_completed"))
         .alias("completed"),
     )
+    # group_by hands groups back in no set order: sort, so the verdicts (and the report) do not change
+    # from run to run on the same dumps (issue 27: three runs gave three JSON files).
+    per = per.sort(pl.col("pg_name").str.len_chars(), "pg_name", "rank")
     return S.conform(
         per.with_columns(
             pl.lit("flight").alias("source"),

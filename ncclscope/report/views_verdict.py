@@ -67,7 +67,7 @@ def _cause(c: Cause) -> dict[str, Any]:
         "index": c.event.index,
         "class": c.event.klass,
         "kind": c.event.kind,
-        "title": c.event.title,
+        "title": c.title,
         "ranks": list(c.ranks),
         "hosts": list(c.hosts),
         "confidence": c.confidence,
