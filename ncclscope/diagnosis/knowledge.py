@@ -25,7 +25,8 @@ class Kind:
     id: str
     finding: str
     klass: EventClass
-    tier: int  # precedence: lower is more fundamental (a cause explains only higher tiers)
+    tier: int  # precedence: lower is more fundamental (a cause explains only higher tiers); echoes of a
+    # peer (closed connections, flushed requests) sit above the symptoms, since a hang explains them too
     reason: str
     severities: tuple[str, ...] = ()
     has: tuple[str, ...] = ()
@@ -156,7 +157,7 @@ KINDS: tuple[Kind, ...] = (
         "ib-flushed",
         "ib-error",
         "consequence",
-        45,
+        72,
         "IB status 5 (work request flushed) is what every queued request reports after an earlier error "
         "moved the QP to the error state.",
         only=(("statuses", (5,)),),
@@ -173,7 +174,7 @@ KINDS: tuple[Kind, ...] = (
         "connection-echo",
         "connection-failure",
         "consequence",
-        50,
+        72,
         "A connection closed by the remote peer, a broken pipe or a proxy closure says a peer went away, "
         "not why.",
         equals=(("role", "echo"),),
@@ -272,7 +273,7 @@ KINDS: tuple[Kind, ...] = (
         "peer-echo",
         "*",
         "consequence",
-        50,
+        72,
         "A WARN whose code path reports a peer's failure (its meaning's cause class is peer-failure).",
         equals=(("cause_class", "peer-failure"),),
     ),
