@@ -53,6 +53,7 @@ class LinkRule:
 
 
 LOCAL_FAILURES = (
+    "process-exception",
     "process-death",
     "cuda-error",
     "nvls-failure",

@@ -38,9 +38,11 @@ def section(s: Session) -> dict[str, Any]:
             "causes": [],
             "folded": {},
         }
+    stuck = _stuck_ranks(d)
     return {
         **base,
         **_cause(v),
+        **({"ranks": stuck} if stuck else {}),
         "causes": [_cause(c) for c in d.causes[1:]],
         "folded": {str(e.index): c.event.index for c in d.causes for e in c.echoes},
     }
@@ -54,11 +56,28 @@ def text(s: Session, d: Diagnosis) -> str:
         if infos:
             return f"No error or warning findings in the evidence given ({infos} for information)."
         return "No problems found in the evidence given."
+    stuck = _stuck_ranks(d)
+    if stuck:  # several groups of ranks stuck on their own: one job-level sentence naming them all
+        where = "; ".join(
+            f"rank(s) {', '.join(map(str, c.ranks))} in {', '.join(c.event.groups)}" for c in d.causes
+        )
+        waiting = sum(len(c.echoes) for c in d.causes)
+        return (
+            f"{v.event.severity.upper()}: Ranks {', '.join(map(str, stuck))} hold the job up, each on its own "
+            f"({where}); {waiting} other finding(s) wait on them."
+        )
     head = {"cause": "", "symptom": "", "consequence": "Only an echo is visible: ", "risk": ""}[v.event.klass]
     more = len(d.causes) - 1
     extra = f" (+{more} independent cause{'s' if more > 1 else ''})" if more else ""
     sev = v.event.severity.upper()
     return f"{sev}: {head}{v.sentence.rstrip('.')}{extra}."
+
+
+def _stuck_ranks(d: Diagnosis) -> list[int]:
+    """The ranks of every cause when there are several and each is a set of ranks stuck across groups."""
+    if len(d.causes) < 2 or any(c.event.kind != "hang-stuck-rank" for c in d.causes):
+        return []
+    return sorted({r for c in d.causes for r in c.ranks})
 
 
 def _cause(c: Cause) -> dict[str, Any]:
