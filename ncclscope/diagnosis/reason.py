@@ -214,5 +214,6 @@ def _chain(root: Event, echoes: tuple[Event, ...], links: Sequence[Link]) -> tup
 
 
 def _ranked(e: Event) -> str:
-    who = f"rank(s) {', '.join(str(r) for r in e.ranks[:6])}: " if e.ranks else ""
+    named = e.ranks and f"ank {e.ranks[0]}" in e.title
+    who = f"rank(s) {', '.join(str(r) for r in e.ranks[:6])}: " if e.ranks and not named else ""
     return f"{who}{e.title.rstrip('.')}"

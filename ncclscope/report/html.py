@@ -15,7 +15,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from ncclscope.report import views_nccltests
+from ncclscope.report import views_nccltests, views_verdict
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 
 MAX_EVIDENCE = 50
@@ -91,7 +91,17 @@ def _finding(i: int, f: dict[str, Any]) -> str:
 def findings_html(doc: dict[str, Any]) -> str:
     if not doc["findings"]:
         return '<p class="muted">No findings: nothing in the evidence looks wrong.</p>'
-    return "\n".join(_finding(i, f) for i, f in enumerate(doc["findings"]))
+    index = {id(f): i for i, f in enumerate(doc["findings"])}
+    out = []
+    for f, echoes in views_verdict.fold(doc):
+        out.append(_finding(index[id(f)], f))
+        if echoes:
+            inner = "".join(_finding(index[id(x)], x) for x in echoes)
+            out.append(
+                f'<details class="echoes"><summary>{len(echoes)} finding(s) folded under it (its echoes)</summary>'
+                f"{inner}</details>"
+            )
+    return "\n".join(out)
 
 
 def _cell(v: object) -> str:
@@ -211,7 +221,21 @@ def summary_html(doc: dict[str, Any]) -> str:
     chips = "".join(
         f'<span class="sev-{k}">{doc["counts"].get(k, 0)} {k}</span>' for k in ("error", "warning", "info")
     )
-    return f'<div class="verdict {e(v["severity"])}">{e(v["text"])}</div><div class="chips">{chips}</div>'
+    steps = "".join(
+        f"<li>{e(st['text'])}"
+        + "".join(f' <span class="loc">{e(x["path"])}:{int(x["line"])}</span>' for x in st["evidence"][:2])
+        + "</li>"
+        for st in v.get("chain", [])
+    )
+    chain = (
+        f'<details class="chain" open><summary>Why we think so ({e(str(v["confidence"]))} confidence: '
+        f"{e(str(v['confidence_reason']))})</summary><ol>{steps}</ol></details>"
+        if steps
+        else ""
+    )
+    return (
+        f'<div class="verdict {e(v["severity"])}">{e(v["text"])}</div>{chain}<div class="chips">{chips}</div>'
+    )
 
 
 # --- page -------------------------------------------------------------------------------------------

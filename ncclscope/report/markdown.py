@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclscope.report import views_nccltests
+from ncclscope.report import views_nccltests, views_verdict
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 from ncclscope.report.md_text import code, fenced, text
 
@@ -54,13 +54,47 @@ def _findings(doc: dict[str, Any]) -> list[str]:
     out = ["## Findings", ""]
     if not doc["findings"]:
         return out + ["No findings: nothing in the evidence looks wrong.", ""]
+    folded = views_verdict.fold(doc)
+    causes = [
+        (f, echoes)
+        for f, echoes in folded[: 1 + len(doc["verdict"]["causes"])]
+        if doc["verdict"]["index"] is not None
+    ]
+    if causes:
+        out += ["### The cause and its echoes", ""]
+        for f, echoes in causes:
+            out += _finding(f)
+            if echoes:
+                out += [
+                    "<details>",
+                    f"<summary>{len(echoes)} finding(s) folded under it (its echoes)</summary>",
+                    "",
+                ]
+                for x in echoes:
+                    out += _finding(x)
+                out += ["</details>", ""]
+    rest = [f for f, _echoes in folded[len(causes) :]]
     for sev, heading in _HEADINGS.items():
-        group = [f for f in doc["findings"] if f["severity"] == sev]
+        group = [f for f in rest if f["severity"] == sev]
         if group:
-            out += [f"### {heading} ({len(group)})", ""]
+            out += [f"### {'Other ' + heading.lower() if causes else heading} ({len(group)})", ""]
             for f in group:
                 out += _finding(f)
     return out
+
+
+def _chain(v: dict[str, Any]) -> list[str]:
+    """The verdict's chain of reasoning, a quoted list with each step's cited lines."""
+    if not v.get("chain"):
+        return []
+    out = [
+        f"> **Why we think so** ({text(str(v['confidence']))} confidence: {text(str(v['confidence_reason']))}):",
+        ">",
+    ]
+    for st in v["chain"]:
+        at = ", ".join(f"{x['path']}:{x['line']}" for x in st["evidence"][:2])
+        out.append(f"> - {text(st['text'])}" + (f" ({code(at)})" if at else ""))
+    return out + [""]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -196,6 +230,7 @@ def render_doc(doc: dict[str, Any]) -> str:
         for k in ("error", "warning", "info")
     )
     out = ["# ncclscope report", "", f"> {_ICON[v['severity']]} **{text(v['text'])}**", ">", f"> {tally}", ""]
+    out += _chain(v)
     out += _findings(doc) + _hang(doc) + _ranks(doc) + _environment(doc) + views_nccltests.markdown(doc)
     out += _provenance(doc)
     return "\n".join(out).rstrip("\n") + "\n"

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ncclscope.report import views_nccltests
+from ncclscope.report import views_nccltests, views_verdict
 from ncclscope.report.document import Document
 from ncclscope.report.safe_text import escape  # Rich markup escaped and control characters made visible
 
@@ -64,7 +64,23 @@ def render(doc: Document, con: Console) -> None:
     if doc["ranks"]["rows"]:
         con.print(ranks_table(doc["ranks"]))
     views_nccltests.terminal(doc, con)
+    _chain(con, doc["verdict"])
     if not doc["findings"]:
         con.print("no findings")
-    for f in doc["findings"]:
+    for f, echoes in views_verdict.fold(doc):
         _finding(con, f)
+        for x in echoes:  # folded under their cause: one line each, their detail in the JSON and reports
+            at = f"{x['evidence'][0]['path']}:{x['evidence'][0]['line']}" if x["evidence"] else ""
+            con.print(f"    [dim]echo:[/dim] {escape(x['id'])}: {escape(x['title'])} [dim]{escape(at)}[/dim]")
+
+
+def _chain(con: Console, v: dict[str, Any]) -> None:
+    """The verdict's chain of reasoning, each step with the line it cites."""
+    if not v.get("chain"):
+        return
+    con.print(
+        f"[b]why we think so[/b] ({escape(str(v['confidence']))} confidence: {escape(str(v['confidence_reason']))}):"
+    )
+    for st in v["chain"]:
+        at = ", ".join(f"{x['path']}:{x['line']}" for x in st["evidence"][:2])
+        con.print(f"  {escape(st['text'])}" + (f" [dim]({escape(at)})[/dim]" if at else ""))

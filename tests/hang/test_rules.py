@@ -65,7 +65,8 @@ def test_terminal_report_opens_with_the_verdict(
     paths = scenario("b", 4).write(tmp_path)
     assert main(["analyze", "-q", *paths]) == 1
     first = capsys.readouterr().out.strip().splitlines()[0]
-    assert first.startswith("Hang in ALLREDUCE #40 on PG 0") and "(b)" in first
+    # Scenario b holds an IB completion error: the diagnosis leads with it and folds the (b) hang under it.
+    assert first.startswith("ERROR: IB completion error status 12") and "explains" in first
 
 
 def test_unsafe_dump_exit_code_2_no_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
