@@ -59,6 +59,13 @@ def run(
             "--analyze/--no-analyze", help="Diagnose the run and write report.md/.html/.json when it ends."
         ),
     ] = True,
+    snapshot: Annotated[
+        bool,
+        typer.Option(
+            "--snapshot/--no-snapshot",
+            help="Record versions, topology and interfaces into DIR/<host>/snapshot.md beside the job.",
+        ),
+    ] = True,
     quiet: Quiet = False,
 ) -> None:
     """Run a job with NCCL/PyTorch evidence switched on (your own settings win), record the node, then
@@ -71,6 +78,7 @@ def run(
         coll=coll,
         flight=not no_fr,
         stacks=stacks,
+        probes=None if snapshot else (),
     )
     p = prepare(opts)
     err = stderr_console()

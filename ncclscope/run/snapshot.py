@@ -132,18 +132,26 @@ def _versions(results: Sequence[ProbeResult]) -> dict[str, object]:
     out: dict[str, object] = {}
     for r in results:
         if r.probe.name == "versions" and r.status == "ok":
-            try:
-                data = json.loads(r.output.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                continue
-            if isinstance(data, dict):
-                out.update(data)
+            out.update(_json_line(r.output))
         if r.probe.name == "driver" and r.status == "ok":
             drivers = sorted(
                 {ln.split(",")[-1].strip() for ln in r.output.splitlines() if ln.count(",") >= 3}
             )
             out["driver"] = ", ".join(drivers) or None
     return out
+
+
+def _json_line(text: str) -> dict[str, object]:
+    """The probe's JSON line; torch may print warnings around it (stderr is kept with the output)."""
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                return data
+    return {}
 
 
 def _fence(text: str) -> str:
