@@ -50,9 +50,17 @@ def run(
     stacks: Annotated[
         bool,
         typer.Option(
-            "--stacks", help="Reserved: Python stacks per rank when progress stops (not implemented yet)."
+            "--stacks",
+            help="When the job prints nothing for --stall-after seconds, one `py-spy dump` per Python "
+            "process (rank from its RANK) into DIR/<host>/stacks/ (needs py-spy, and ptrace allowed).",
         ),
     ] = False,
+    stall_after: Annotated[
+        float,
+        typer.Option(
+            "--stall-after", min=1, help="Seconds without new output that count as a stall (--stacks)."
+        ),
+    ] = 120.0,
     do_analyze: Annotated[
         bool,
         typer.Option(
@@ -79,6 +87,7 @@ def run(
         flight=not no_fr,
         stacks=stacks,
         probes=None if snapshot else (),
+        stall_s=stall_after,
     )
     p = prepare(opts)
     err = stderr_console()
@@ -95,14 +104,14 @@ def run(
                 say(f"kept {', '.join(f'{k}={v}' for k, v in c.user)} (yours)")
         if p.launch.added:
             say("torchrun options added: " + " ".join(p.launch.added))
-    if stacks:
-        say("--stacks: not implemented yet; no stack dumps will be taken")
     sys.stdout.flush()
     rec = record(p, echo_out=sys.stdout.buffer, echo_err=sys.stderr.buffer)
     e = rec.ended
     how = f"killed by {e.signal}" if e.signal else f"exited with status {e.returncode}"
     forwarded = f"; forwarded {', '.join(e.forwarded)}" if e.forwarded else ""
     say(f"the command {how} after {e.elapsed_s:.1f} s{forwarded}")
+    for path in rec.stacks:
+        say(f"stacks: {path}")
     for note in rec.notes:
         say(f"note: {note}")
     if do_analyze:

@@ -21,6 +21,7 @@ from ncclscope.run.launchers import Launch, plan_launch
 from ncclscope.run.layout import RunLayout, task_id
 from ncclscope.run.settings import NOT_SET, EnvChoice, env_updates, plan_env
 from ncclscope.run.snapshot import Probe, Snapshot, take, write
+from ncclscope.run.stacks import StallWatch
 from ncclscope.run.supervise import Ended, run_command
 from ncclscope.run.tee import ConsoleLog
 from ncclscope.version import __version__
@@ -38,6 +39,7 @@ class RunOptions:
     host: str = field(default_factory=socket.gethostname)
     probes: tuple[Probe, ...] | None = None  # None: the default probes; () none at all
     snapshot_wait_s: float = 120.0  # how long the end waits for a snapshot still running
+    stall_s: float = 120.0  # --stacks: seconds without new output before the stacks are dumped
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class RunRecord:
     ended: Ended
     snapshot: Snapshot | None
     notes: tuple[str, ...] = ()
+    stacks: tuple[Path, ...] = ()
 
     @property
     def layout(self) -> RunLayout:
@@ -100,13 +103,24 @@ def record(
     if probes != ():
         snap_thread.start()
     log = ConsoleLog(lay.console_log)
+    watches: list[StallWatch] = []
+
+    def begun(pid: int) -> None:
+        if p.opts.stacks:
+            watches.append(StallWatch(pid, lambda: progress(lay), lay.stacks_dir, p.opts.stall_s))
+            watches[0].start()
+        if on_start is not None:
+            on_start(pid)
+
     try:
-        ended = run_command(
-            p.launch.argv, p.env, log, echo_out=echo_out, echo_err=echo_err, on_start=on_start
-        )
+        ended = run_command(p.launch.argv, p.env, log, echo_out=echo_out, echo_err=echo_err, on_start=begun)
     finally:
         log.close()
+        for w in watches:
+            w.stop()
     notes: list[str] = []
+    if watches and watches[0].pyspy is None:
+        notes.append("--stacks: py-spy is not on PATH, no stacks were taken (pip install py-spy)")
     if snap_thread.is_alive():
         snap_thread.join(timeout=p.opts.snapshot_wait_s)
     snapshot = shot[0] if shot else None
@@ -115,7 +129,7 @@ def record(
     elif probes != ():
         notes.append(f"the node snapshot did not finish within {p.opts.snapshot_wait_s:g} s of the job's end")
     notes += _missing_notes(snapshot)
-    rec = RunRecord(p, ended, snapshot, tuple(notes))
+    rec = RunRecord(p, ended, snapshot, tuple(notes), tuple(watches[0].rounds) if watches else ())
     _write_manifest(p, started, rec, utc_now())
     return rec
 
@@ -124,6 +138,21 @@ def _missing_notes(s: Snapshot | None) -> list[str]:
     if s is None:
         return []
     return [f"snapshot {r.probe.name}: {r.status} ({r.detail})" for r in s.results if r.status != "ok"]
+
+
+def progress(lay: RunLayout) -> int:
+    """Bytes written so far to the files that grow while a job makes progress."""
+    paths = [lay.console_log, *lay.nccl_dir.glob("*")]
+    for d in (lay.torchrun_dir(False), lay.torchrun_dir(True)):
+        if d.is_dir():
+            paths += d.rglob("*.log")
+    total = 0
+    for f in paths:
+        try:
+            total += f.stat().st_size
+        except OSError:
+            continue
+    return total
 
 
 def files(root: Path) -> list[str]:
@@ -168,6 +197,7 @@ def _write_manifest(p: Prepared, started: str, rec: RunRecord | None, ended_utc:
             forwarded_signals=list(e.forwarded),
             snapshot=rec.snapshot.to_json() if rec.snapshot is not None else None,
             notes=list(rec.notes),
+            stacks=[os.path.relpath(s, lay.node_dir) for s in rec.stacks],
             files=files(lay.node_dir),
         )
     tmp = lay.manifest.with_suffix(".tmp")

@@ -154,7 +154,7 @@ def _json_line(text: str) -> dict[str, object]:
     return {}
 
 
-def _fence(text: str) -> str:
+def fence(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
@@ -171,19 +171,19 @@ def to_markdown(snap: Snapshot, host: str) -> str:
         if r.probe.why:
             lines.append(f"({r.probe.why})")
         if r.output:
-            fence = _fence(r.output)
-            lines += ["", fence, r.output.rstrip("\n"), fence]
+            f = fence(r.output)
+            lines += ["", f, r.output.rstrip("\n"), f]
         lines.append("")
     body = "\n".join(f"{k}={v}" for k, v in snap.env)
-    fence = _fence(body)
+    f = fence(body)
     lines += [
         "## environment",
         "",
         "The job's NCCL_*, TORCH_*, GLOO_*, CUDA_*, … variables.",
         "",
-        fence,
+        f,
         body,
-        fence,
+        f,
         "",
     ]
     return "\n".join(lines)
