@@ -46,20 +46,23 @@ def child(rank: int, ranks: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", type=int)
-    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--ranks", type=int, default=2, help="processes this launcher starts")
+    ap.add_argument("--first-rank", type=int, default=0, help="global rank of the first (several nodes)")
+    ap.add_argument("--world", type=int, default=None, help="ranks in the whole job [default: --ranks]")
     ap.add_argument("--exit", type=int, default=0)
     ap.add_argument("--signal", default=None)
     ap.add_argument("--wait", action="store_true")
     ap.add_argument("--env-json", default=None)
     a = ap.parse_args()
     if a.child is not None:
-        child(a.child, a.ranks)
+        child(a.child, a.world or a.ranks)
         return 0
     if a.env_json:
         with open(a.env_json, "w") as fh:
             json.dump(dict(os.environ), fh)
-    for r in range(a.ranks):
-        subprocess.run([sys.executable, __file__, "--child", str(r), "--ranks", str(a.ranks)], check=True)
+    world = str(a.world or a.ranks)
+    for r in range(a.first_rank, a.first_rank + a.ranks):
+        subprocess.run([sys.executable, __file__, "--child", str(r), "--world", world], check=True)
     if a.wait:
         got: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
