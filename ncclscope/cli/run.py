@@ -8,15 +8,19 @@ through unchanged.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ncclscope.cli import app
 from ncclscope.cli.console import stderr_console
 from ncclscope.cli.options import Quiet
+
+if TYPE_CHECKING:
+    from ncclscope.run import RunLayout
 
 PREFIX = "ncclscope run: "
 
@@ -78,7 +82,7 @@ def run(
 ) -> None:
     """Run a job with NCCL/PyTorch evidence switched on (your own settings win), record the node, then
     diagnose it. Exits with the job's exit status (128+N when a signal N ended it)."""
-    from ncclscope.run import RunOptions, diagnose, prepare, record
+    from ncclscope.run import RunOptions, prepare, record
 
     opts = RunOptions(
         command=tuple(command),
@@ -115,13 +119,29 @@ def run(
     for note in rec.notes:
         say(f"note: {note}")
     if do_analyze:
-        d = diagnose(rec.layout)
-        say(f"verdict: {d.verdict}")
-        if d.reports:
-            say("reports: " + ", ".join(str(r) for r in d.reports))
+        _diagnose(rec.layout, say)
     else:
         say(f"next: ncclscope analyze {opts.out_dir}")
     raise typer.Exit(e.exit_status)
+
+
+def _diagnose(layout: RunLayout, say: Callable[[str], None]) -> None:
+    """Diagnose and print the verdict. Whatever goes wrong here (Ctrl-C, unusable evidence, a bug in
+    the analysis), `run` still exits with the job's status: it is a prefix in batch scripts."""
+    from ncclscope.run import diagnose
+
+    try:
+        d = diagnose(layout)
+    except KeyboardInterrupt:
+        say(f"analysis interrupted; the evidence is in {layout.node_dir}")
+        return
+    except Exception as e:  # noqa: BLE001 - the job's status must reach the caller whatever the analysis did
+        first = next((ln for ln in str(e).splitlines() if ln.strip()), "")[:300]
+        say(f"the analysis failed ({type(e).__name__}: {first}); the evidence is in {layout.node_dir}")
+        return
+    say(f"verdict: {d.verdict}")
+    if d.reports:
+        say("reports: " + ", ".join(str(r) for r in d.reports))
 
 
 def _aliases(names: tuple[str, ...]) -> str:

@@ -92,9 +92,12 @@ def record(
     """Run the command to its end; always leaves console.log, run.json and (when it finished in time)
     snapshot.md behind."""
     lay = p.layout
-    lay.make_dirs()
     started = utc_now()
-    _write_manifest(p, started, None, None)
+    try:
+        lay.make_dirs()
+        _write_manifest(p, started, None, None)
+    except OSError as e:
+        raise InputError(f"cannot write the run into {lay.node_dir}: {e.strerror or e}") from None
     shot: list[Snapshot] = []
     probes = p.opts.probes
     snap_thread = threading.Thread(

@@ -125,3 +125,25 @@ def test_ctrl_c_is_forwarded_to_the_command(tmp_path: Path) -> None:
     m = manifest(out)
     assert m["forwarded_signals"] == ["SIGINT"] and m["exit_status"] == 130
     assert b"forwarded SIGINT" in err
+
+
+def test_a_failed_analysis_still_exits_with_the_jobs_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import ncclscope.run
+    from ncclscope.cli import main
+
+    def broken(_layout: object) -> None:
+        raise RuntimeError("analysis blew up")
+
+    monkeypatch.setattr(ncclscope.run, "diagnose", broken)
+    rc = main(["run", "--out", str(tmp_path / "r"), "--no-snapshot", "--", *FAKE_CMD, "--exit", "5"])
+    assert rc == 5
+    assert "the analysis failed (RuntimeError: analysis blew up)" in capfd.readouterr().err
+
+
+def test_an_unwritable_run_directory_is_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = run_cli(["--out", str(blocker / "sub"), "--no-snapshot", "--", *FAKE_CMD])
+    assert done.returncode == 2 and "ncclscope: error:" in done.stderr and "Traceback" not in done.stderr
