@@ -108,6 +108,8 @@ def run(
                 say(f"kept {', '.join(f'{k}={v}' for k, v in c.user)} (yours)")
         if p.launch.added:
             say("torchrun options added: " + " ".join(p.launch.added))
+    for note in p.notes:  # evidence that will not be in the run directory: said even with --quiet
+        say(f"note: {note}")
     sys.stdout.flush()
     rec = record(p, echo_out=sys.stdout.buffer, echo_err=sys.stderr.buffer)
     e = rec.ended
@@ -116,7 +118,7 @@ def run(
     say(f"the command {how} after {e.elapsed_s:.1f} s{forwarded}")
     for path in rec.stacks:
         say(f"stacks: {path}")
-    for note in rec.notes:
+    for note in rec.notes[len(p.notes) :]:  # the ones said before the command started come first
         say(f"note: {note}")
     if do_analyze:
         _diagnose(rec.layout, say)

@@ -19,7 +19,7 @@ from ncclscope.capture.evidence import utc_now
 from ncclscope.errors import InputError
 from ncclscope.run.launchers import Launch, plan_launch
 from ncclscope.run.layout import RunLayout, task_id
-from ncclscope.run.settings import NOT_SET, EnvChoice, env_updates, plan_env
+from ncclscope.run.settings import NOT_SET, EnvChoice, elsewhere, env_updates, plan_env
 from ncclscope.run.snapshot import Probe, Snapshot, take, write
 from ncclscope.run.stacks import StallWatch
 from ncclscope.run.supervise import Ended, run_command
@@ -49,6 +49,7 @@ class Prepared:
     launch: Launch
     choices: tuple[EnvChoice, ...]
     env: dict[str, str]
+    notes: tuple[str, ...] = ()  # said before the command starts
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,10 @@ def prepare(opts: RunOptions, environ: Mapping[str, str] | None = None) -> Prepa
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise InputError(f"{d}: already holds a run; give a new --out")
     launch = plan_launch(opts.command, env, layout.torchrun_dir(False), layout.torchrun_dir(True))
-    choices = plan_env(env, str(d), coll=opts.coll, flight=opts.flight, torchrun=launch.torchrun)
-    return Prepared(opts, layout, launch, choices, {**env, **env_updates(choices)})
+    choices = plan_env(env, str(d), coll=opts.coll, flight=opts.flight)
+    return Prepared(
+        opts, layout, launch, choices, {**env, **env_updates(choices)}, elsewhere(choices, str(d))
+    )
 
 
 def record(
@@ -121,7 +124,7 @@ def record(
         log.close()
         for w in watches:
             w.stop()
-    notes: list[str] = []
+    notes = list(p.notes)
     if watches and watches[0].pyspy is None:
         notes.append("--stacks: py-spy is not on PATH, no stacks were taken (pip install py-spy)")
     if snap_thread.is_alive():

@@ -146,7 +146,8 @@ SETTINGS: tuple[EnvSetting, ...] = (
         ("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE",),
         TORCHRUN_PREFIX,
         "torchrun",
-        "torchrun tags each worker's console line with its global rank instead of `[default<local>]:`",
+        "torchrun tags each worker's console line with its global rank instead of `[default<local>]:`; set "
+        "whatever the command, since a script may start torchrun itself",
         "pytorch torch/distributed/run.py, elastic/agent/server/local_elastic_agent.py",
     ),
 )
@@ -190,12 +191,11 @@ def plan_env(
     *,
     coll: bool = False,
     flight: bool = True,
-    torchrun: bool = False,
 ) -> tuple[EnvChoice, ...]:
     """Every setting that applies, decided against the user's environment."""
     out = []
     for s in SETTINGS:
-        if (s.group in ("flight", "watchdog") and not flight) or (s.group == "torchrun" and not torchrun):
+        if s.group in ("flight", "watchdog") and not flight:
             continue
         user = tuple((n, environ[n]) for n in s.names if n in environ)
         if user:
@@ -211,3 +211,20 @@ def plan_env(
 def env_updates(choices: tuple[EnvChoice, ...]) -> dict[str, str]:
     """The variables to add to the job's environment: every name of every group ncclscope sets."""
     return {n: c.value for c in choices if c.action == "set" for n in c.setting.names}
+
+
+# Kept variables that send evidence outside the run directory: `analyze DIR` will not find it there.
+_PLACES = {"NCCL_DEBUG_FILE": "NCCL's logs", "TORCH_FR_DUMP_TEMP_FILE": "the Flight Recorder dumps"}
+
+
+def elsewhere(choices: tuple[EnvChoice, ...], node_dir: str) -> tuple[str, ...]:
+    """A note for each kept setting whose files land outside `node_dir`."""
+    out = []
+    for c in choices:
+        what = _PLACES.get(c.setting.names[0])
+        if what and c.action == "kept" and not c.value.startswith(node_dir.rstrip("/") + "/"):
+            name = c.user[0][0]
+            out.append(
+                f"{name} is yours ({c.value}): {what} go there, not into the run directory; add that path to `ncclscope analyze`"
+            )
+    return tuple(out)

@@ -9,7 +9,7 @@ import pytest
 
 from ncclscope.run.launchers import plan_launch, torchrun_at
 from ncclscope.run.layout import RunLayout, task_id
-from ncclscope.run.settings import NOT_SET, SETTINGS, env_updates, plan_env
+from ncclscope.run.settings import NOT_SET, SETTINGS, elsewhere, env_updates, plan_env
 
 NODE = "/out/host"
 
@@ -33,7 +33,7 @@ def test_empty_environment_gets_every_setting() -> None:
     )
     assert env["TORCH_FR_BUFFER_SIZE"] == env["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "2000"
     assert "COLL" not in env["NCCL_DEBUG_SUBSYS"].split(",")
-    assert "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE" not in env  # only when the command is torchrun
+    assert env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "[rank${rank}]:"  # a script may start torchrun
     assert "{node}" not in "".join(env.values())
 
 
@@ -59,10 +59,16 @@ def test_an_empty_value_is_still_the_users() -> None:
 
 
 def test_coll_no_fr_and_torchrun() -> None:
-    env = env_updates(plan_env({}, NODE, coll=True, flight=False, torchrun=True))
+    env = env_updates(plan_env({}, NODE, coll=True, flight=False))
     assert env["NCCL_DEBUG_SUBSYS"].endswith(",COLL")
     assert not any(k.startswith("TORCH_FR_") or "DUMP" in k or "MONITORING" in k for k in env)
-    assert env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "[rank${rank}]:"
+
+
+def test_kept_paths_outside_the_run_directory_are_pointed_out() -> None:
+    user = {"NCCL_DEBUG_FILE": "/scratch/nccl.%h.%p", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{NODE}/fr_"}
+    notes = elsewhere(plan_env(user, NODE), NODE)
+    assert len(notes) == 1 and notes[0].startswith("NCCL_DEBUG_FILE is yours (/scratch/nccl.%h.%p)")
+    assert elsewhere(plan_env({}, NODE), NODE) == ()
 
 
 HIDDEN, VISIBLE = Path("/o/h/.torchrun"), Path("/o/h/torchrun")
