@@ -86,6 +86,7 @@ class RunLayout:
         """The node's versions, topology and environment (Markdown: `analyze` skips it, people read it)."""
         return self.node_dir / "snapshot.md"
 
-    def make_dirs(self) -> None:
-        for d in (self.nccl_dir, self.flight_dir):
+    def make_dirs(self, flight: bool = True) -> None:
+        """NCCL opens its file without creating folders; PyTorch's dump writer neither."""
+        for d in (self.nccl_dir, self.flight_dir) if flight else (self.nccl_dir,):
             d.mkdir(parents=True, exist_ok=True)

@@ -97,7 +97,7 @@ def record(
     lay = p.layout
     started = utc_now()
     try:
-        lay.make_dirs()
+        lay.make_dirs(p.opts.flight)
         _write_manifest(p, started, None, None)
     except OSError as e:
         raise InputError(f"cannot write the run into {lay.node_dir}: {e.strerror or e}") from None

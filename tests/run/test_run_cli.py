@@ -67,11 +67,26 @@ def test_records_the_evidence_and_reports(run_cli: RunCli, tmp_path: Path) -> No
     assert sum(f.startswith("nccl/") for f in listed) == 2
 
 
-def test_no_analyze_writes_no_report(run_cli: RunCli, tmp_path: Path) -> None:
+def test_no_analyze_writes_no_report_and_no_fr_sets_no_dump_path(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    done = run_cli(["--out", str(out), "--no-snapshot", "--no-analyze", "--", *FAKE_CMD])
+    seen = tmp_path / "env.json"
+    done = run_cli(
+        [
+            "--out",
+            str(out),
+            "--no-snapshot",
+            "--no-analyze",
+            "--no-fr",
+            "--",
+            *FAKE_CMD,
+            "--env-json",
+            str(seen),
+        ]
+    )
     assert done.returncode == 0
     assert not list(out.glob("report.*")) and "next: ncclscope analyze" in done.stderr
+    assert not any(k.startswith("TORCH_FR_") for k in json.loads(seen.read_text()) if k not in os.environ)
+    assert not (node_dir(out) / "flight").exists()
 
 
 def test_a_used_run_directory_is_refused_before_the_command_runs(run_cli: RunCli, tmp_path: Path) -> None:
