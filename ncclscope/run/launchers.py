@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,3 +113,24 @@ def plan_launch(argv: Sequence[str], environ: Mapping[str, str], hidden: Path, v
         user_options=tuple(sorted(user.items())),
         torchrun_dir=log_dir,
     )
+
+
+def job_python(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The interpreter the command runs: `python…` itself, or the one in the shebang of a script such as
+    `torchrun` (the training environment may not be ncclscope's). None when neither tells."""
+    if not argv:
+        return None
+    exe = shutil.which(argv[0], path=environ.get("PATH"))
+    if exe is None:
+        return None
+    if re.fullmatch(r"python[0-9.]*", os.path.basename(argv[0])):
+        return exe
+    try:
+        with open(exe, "rb") as fh:
+            first = fh.readline(512)
+    except OSError:
+        return None
+    m = re.match(rb"#!\s*(\S+)", first)
+    if m is None or not re.fullmatch(rb"python[0-9.]*", os.path.basename(m[1])):
+        return None
+    return os.fsdecode(m[1])

@@ -17,7 +17,7 @@ from typing import IO
 
 from ncclscope.capture.evidence import utc_now
 from ncclscope.errors import InputError
-from ncclscope.run.launchers import Launch, plan_launch
+from ncclscope.run.launchers import Launch, job_python, plan_launch
 from ncclscope.run.layout import RunLayout, task_id
 from ncclscope.run.settings import NOT_SET, EnvChoice, elsewhere, env_updates, plan_env
 from ncclscope.run.snapshot import Probe, Snapshot, take, write
@@ -103,8 +103,9 @@ def record(
         raise InputError(f"cannot write the run into {lay.node_dir}: {e.strerror or e}") from None
     shot: list[Snapshot] = []
     probes = p.opts.probes
+    python = job_python(p.opts.command, p.env)
     snap_thread = threading.Thread(
-        target=lambda: shot.append(take(p.env, probes)), daemon=True, name="ncclscope-snap"
+        target=lambda: shot.append(take(p.env, probes, python)), daemon=True, name="ncclscope-snap"
     )
     if probes != ():
         snap_thread.start()

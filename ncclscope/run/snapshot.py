@@ -49,10 +49,14 @@ class Probe:
     why: str = ""
 
 
-def default_probes() -> tuple[Probe, ...]:
+def default_probes(python: str | None = None) -> tuple[Probe, ...]:
+    """`python`: the job's interpreter, when known (else ncclscope's own)."""
     return (
         Probe(
-            "versions", (sys.executable, "-c", _VERSIONS), 90.0, "torch, CUDA and NCCL as the job sees them"
+            "versions",
+            (python or sys.executable, "-c", _VERSIONS),
+            90.0,
+            "torch, CUDA and NCCL as the job's Python sees them",
         ),
         Probe(
             "driver",
@@ -123,8 +127,10 @@ class Snapshot:
         }
 
 
-def take(env: Mapping[str, str], probes: Sequence[Probe] | None = None) -> Snapshot:
-    results = tuple(run_probe(p, env) for p in (default_probes() if probes is None else probes))
+def take(
+    env: Mapping[str, str], probes: Sequence[Probe] | None = None, python: str | None = None
+) -> Snapshot:
+    results = tuple(run_probe(p, env) for p in (default_probes(python) if probes is None else probes))
     return Snapshot(results, tuple(captured_env(dict(env)).items()), utc_now(), _versions(results))
 
 

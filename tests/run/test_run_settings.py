@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.run.launchers import plan_launch, torchrun_at
+from ncclscope.run.launchers import job_python, plan_launch, torchrun_at
 from ncclscope.run.layout import RunLayout, task_id
 from ncclscope.run.settings import NOT_SET, SETTINGS, elsewhere, env_updates, plan_env
 
@@ -145,3 +145,17 @@ def test_one_directory_per_node_and_per_task_when_tasks_share_a_node(
 def test_odd_host_names_stay_inside_the_run_directory() -> None:
     assert RunLayout(Path("/o"), "../../etc").node_dir.parent == Path("/o")
     assert RunLayout(Path("/o"), "").node_dir == Path("/o/host")
+
+
+def test_the_jobs_python_is_found_from_the_command(tmp_path: Path) -> None:
+    script = tmp_path / "torchrun"
+    script.write_text("#!/opt/env/bin/python3.11\nimport sys\n")
+    script.chmod(0o755)
+    env = {"PATH": str(tmp_path)}
+    assert job_python([str(script), "t.py"], env) == "/opt/env/bin/python3.11"
+    assert job_python(["torchrun", "t.py"], env) == "/opt/env/bin/python3.11"
+    (tmp_path / "python3").symlink_to(script)
+    assert job_python(["python3", "t.py"], env) == str(tmp_path / "python3")
+    script.write_text("#!/bin/bash\n")
+    assert job_python(["torchrun"], env) is None
+    assert job_python(["no-such-thing"], env) is None and job_python([], env) is None
