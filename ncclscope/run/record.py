@@ -121,6 +121,9 @@ def record(
 
     try:
         ended = run_command(p.launch.argv, p.env, log, echo_out=echo_out, echo_err=echo_err, on_start=begun)
+    except InputError as e:
+        _write_manifest(p, started, None, utc_now(), failed=str(e))
+        raise
     finally:
         log.close()
         for w in watches:
@@ -167,7 +170,9 @@ def files(root: Path) -> list[str]:
     return sorted(str(f.relative_to(root)) for f in root.rglob("*") if f.is_file())
 
 
-def _write_manifest(p: Prepared, started: str, rec: RunRecord | None, ended_utc: str | None) -> None:
+def _write_manifest(
+    p: Prepared, started: str, rec: RunRecord | None, ended_utc: str | None, failed: str | None = None
+) -> None:
     lay = p.layout
     data: dict[str, object] = {
         "schema": SCHEMA,
@@ -190,8 +195,10 @@ def _write_manifest(p: Prepared, started: str, rec: RunRecord | None, ended_utc:
         "env": [c.to_json() for c in p.choices],
         "not_set": [{"name": n, "why": why} for n, why in NOT_SET],
         "started_utc": started,
-        "status": "running" if rec is None else "ended",
+        "status": "not started" if failed else "running" if rec is None else "ended",
     }
+    if failed:
+        data.update(ended_utc=ended_utc, error=failed)
     if rec is not None:
         e = rec.ended
         data.update(

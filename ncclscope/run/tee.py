@@ -32,6 +32,8 @@ class ConsoleLog:
 
     def write_line(self, stream: bytes, line: bytes, at: bytes) -> None:
         with self._lock:
+            if self._fh.closed:  # a daemon the command left still holds its pipe after the end
+                return
             self._fh.write(at + b"[" + stream + b"] " + line + (b"" if line.endswith(b"\n") else b"\n"))
             self.lines += 1
 

@@ -101,6 +101,8 @@ def test_a_used_run_directory_is_refused_before_the_command_runs(run_cli: RunCli
 def test_a_command_that_cannot_start_is_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:
     done = run_cli(["--out", str(tmp_path / "r"), "--no-snapshot", "--", "/no/such/launcher"])
     assert done.returncode == 2 and "cannot start" in done.stderr
+    m = manifest(tmp_path / "r")
+    assert m["status"] == "not started" and "cannot start" in str(m["error"])
 
 
 def test_ctrl_c_is_forwarded_to_the_command(tmp_path: Path) -> None:
