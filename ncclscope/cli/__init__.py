@@ -74,7 +74,7 @@ def _global_options(
         )
 
 
-COMMANDS = ("analyze", "capture", "coverage", "diff", "report", "rules")  # one module each, same name
+COMMANDS = ("analyze", "capture", "coverage", "diff", "report", "rules", "run")  # one module each, same name
 
 
 def _register(args: list[str]) -> None:

@@ -1,0 +1,28 @@
+"""Run stage: `ncclscope run -- <command>` records the evidence of the user's own job (NCCL logs with
+timestamps, Flight Recorder dumps, the console, the node's versions and topology) and diagnoses it when
+it ends. It sits beside capture, before the CLI: it reads capture's knowledge and calls the session
+and the report modules; it never prints (the CLI does). Importing it never imports torch.
+"""
+
+from __future__ import annotations
+
+from ncclscope.run.diagnose import Diagnosis, diagnose
+from ncclscope.run.layout import RunLayout
+from ncclscope.run.record import Prepared, RunOptions, RunRecord, prepare, record
+from ncclscope.run.settings import SETTINGS, EnvChoice, EnvSetting
+from ncclscope.run.supervise import Ended
+
+__all__ = [
+    "SETTINGS",
+    "Diagnosis",
+    "Ended",
+    "EnvChoice",
+    "EnvSetting",
+    "Prepared",
+    "RunLayout",
+    "RunOptions",
+    "RunRecord",
+    "diagnose",
+    "prepare",
+    "record",
+]
