@@ -6,6 +6,7 @@ reports, and the verdict names rank 1."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -27,7 +28,11 @@ def torchrun() -> list[str]:
 EXPECTED = {"hang": "collective-hang", "crash": "rank-exited", "oom": "rank-exited"}
 
 
-@pytest.mark.parametrize("fault", sorted(EXPECTED))
+# CI runs one fault (each real torchrun job takes 30-70 s on a 2-core box); NCCLSCOPE_ALL_TORCHRUN=1 runs all.
+FAULTS = sorted(EXPECTED) if os.environ.get("NCCLSCOPE_ALL_TORCHRUN") == "1" else ["crash"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
 def test_user_job_under_torchrun_names_the_faulty_rank(run_cli: RunCli, tmp_path: Path, fault: str) -> None:
     out = tmp_path / "run"
     job = [
@@ -57,6 +62,7 @@ def test_user_job_under_torchrun_names_the_faulty_rank(run_cli: RunCli, tmp_path
     report = json.loads((out / "report.json").read_text())
     found = {f["id"]: f["ranks"] for f in report["findings"]}
     assert found.get(EXPECTED[fault]) == [1], found
+    assert report["verdict"]["ranks"] == [1], report["verdict"]  # the diagnosis names the faulty rank
     assert (out / "report.md").exists() and (out / "report.html").exists()
     verdict = next(ln for ln in done.stderr.splitlines() if "verdict:" in ln)
     assert "rank(s) 1" in verdict, verdict
