@@ -12,6 +12,7 @@ import polars as pl
 from ncclscope.diff.facts import FACTS, node_roles, session_facts
 from ncclscope.diff.model import CATEGORIES, Difference, RunDiff
 from ncclscope.diff.results import compare_results
+from ncclscope.diff.verdict import verdict_difference
 from ncclscope.records import Evidence
 from ncclscope.session import Session
 
@@ -167,7 +168,8 @@ def _order(d: Difference) -> tuple[bool, int, int, str, str]:
 def diff_sessions(a: Session, b: Session, *, a_label: str = "A", b_label: str = "B") -> RunDiff:
     """Every fact and result that differs between runs `a` and `b`, most likely cause first."""
     fa, fb = session_facts(a), session_facts(b)
-    diffs = compare_facts(fa, fb, _existing(a, fa), _existing(b, fb)) + compare_results(a, b)
+    diffs = verdict_difference(a, b) + compare_facts(fa, fb, _existing(a, fa), _existing(b, fb))
+    diffs += compare_results(a, b)
     notes = []
     for label, s, f in ((a_label, a, fa), (b_label, b, fb)):
         if f.is_empty() and s.nccltests.is_empty:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ncclscope.records import Evidence
 
-CATEGORIES = ("versions", "environment", "network", "topology", "results")
+CATEGORIES = ("diagnosis", "versions", "environment", "network", "topology", "results")
 
 
 @dataclass(frozen=True, slots=True)
