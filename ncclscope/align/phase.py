@@ -98,4 +98,23 @@ def job_phase(logs: LogFrames) -> JobPhase:
         pl.col("failure_line").is_not_null()
         & (pl.col("teardown_line").is_null() | (pl.col("failure_line") < pl.col("teardown_line")))
     )
-    return JobPhase(per_path=per, failed=failed.height > 0)
+    return JobPhase(per_path=per, failed=failed.height > 0 or _error_after_abort(logs, down))
+
+
+def _error_after_abort(logs: LogFrames, down: pl.DataFrame) -> bool:
+    """PyTorch aborts the communicators first and logs the error after (ProcessGroupNCCL's watchdog and
+    its exception path): a PyTorch failure line after the teardown began on the same input, in a job that
+    printed no clean-end marker anywhere, is the failure, and the teardown is part of it (issue 27)."""
+    if down.is_empty() or _succeeded(logs):
+        return False
+    late = logs.torch.filter(pl.col("kind").is_in(TORCH_FAILURE)).select("path", "line")
+    late = late.join(down, on="path", how="inner").filter(pl.col("line") > pl.col("teardown_line"))
+    return late.height > 0
+
+
+def _succeeded(logs: LogFrames) -> bool:
+    """Some application or launcher line marks a clean end (APP_END)."""
+    app = logs.unknown.filter(
+        ~pl.col("is_nccl").fill_null(False) & pl.col("text").fill_null("").str.contains(APP_END)
+    )
+    return app.height > 0 or logs.torch.filter(pl.col("text").fill_null("").str.contains(APP_END)).height > 0

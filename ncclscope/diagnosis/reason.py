@@ -76,10 +76,16 @@ def _not_after(c: Event, e: Event, k: Knowledge) -> bool:
     a, b = c.when, e.when
     if a.ts_us is not None and b.ts_us is not None:
         return a.ts_us <= b.ts_us + k.time_slack_us
-    # Line order is time order only within one process: a pasted excerpt may group lines by rank.
+    # Line order is time order only within one process (a pasted excerpt may group lines by rank), and
+    # only between NCCL's own lines: PyTorch aborts the communicators first and logs its error after.
     if a.path and a.path == b.path and a.line > 0 and b.line > 0 and set(c.ranks) & set(e.ranks):
-        return a.line <= b.line
+        return a.line <= b.line or not (_nccl_line(c) and _nccl_line(e))
     return True
+
+
+def _nccl_line(e: Event) -> bool:
+    first = next((x for x in e.evidence if (x.path, x.line) == (e.when.path, e.when.line)), None)
+    return first is not None and (" NCCL WARN " in first.text or " NCCL INFO " in first.text)
 
 
 def _precedence(e: Event) -> tuple[object, ...]:
