@@ -1,7 +1,10 @@
 """Capture stage, fault specs: `kind:key=value,…` strings → frozen `Fault` records (no torch here).
 
-Each fault names the ranks it applies to; `no-p2p` and `no-ib` apply to every rank (both ends of a
-connection must agree on a transport) unless `rank=…,asymmetric=yes` asks for a transport mismatch.
+Step faults stop or skew one rank at one step: hang (a sleep outside the collective), mismatch,
+crash, and the faults that stop a rank from inside: oom, cuda-error (`extra=yes`: the error path calls
+one more collective) and gil (the GIL held in a C call). Each fault names the ranks it applies to;
+`no-p2p` and `no-ib` apply to every rank (both ends of a connection must agree on a transport) unless
+`rank=…,asymmetric=yes` asks for a transport mismatch.
 The worker asks a fault what to do at each collective; the launcher validates ranks against the world size.
 """
 
