@@ -21,4 +21,5 @@ if want b_gil_sleep_tp2dp2ep2; then
 fi
 want c_oom_desync_2ranks && cap c_oom_desync_2ranks --nproc-per-node 2 --inject oom:rank=0,extra=yes
 want d_cuda_error_tp2dp2 && cap d_cuda_error_tp2dp2 --layout tp=2,dp=2 --inject cuda-error:rank=2
+want e_oom_extra_tp2dp2 && cap e_oom_extra_tp2dp2 --layout tp=2,dp=2 --inject oom:rank=0,extra=yes
 exit 0
