@@ -22,4 +22,5 @@ fi
 want c_oom_desync_2ranks && cap c_oom_desync_2ranks --nproc-per-node 2 --inject oom:rank=0,extra=yes
 want d_cuda_error_tp2dp2 && cap d_cuda_error_tp2dp2 --layout tp=2,dp=2 --inject cuda-error:rank=2
 want e_oom_extra_tp2dp2 && cap e_oom_extra_tp2dp2 --layout tp=2,dp=2 --inject oom:rank=0,extra=yes
+want f_killed_tp2cp2 && cap f_killed_tp2cp2 --layout tp=2,cp=2 --inject crash:rank=3
 exit 0

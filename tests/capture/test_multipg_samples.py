@@ -22,6 +22,7 @@ SAMPLES: dict[str, tuple[str | None, int, dict[str, list[int]], set[int]]] = {
     "c_oom_desync_2ranks": (None, 2, {"oom": [0]}, {0}),
     "d_cuda_error_tp2dp2": ("tp=2,dp=2", 4, {"cuda-error": [2]}, set()),
     "e_oom_extra_tp2dp2": ("tp=2,dp=2", 4, {"oom": [0]}, set()),
+    "f_killed_tp2cp2": ("tp=2,cp=2", 4, {"crash": [3]}, {3}),
 }
 
 
@@ -84,6 +85,8 @@ def test_samples_show_the_lines_source_md_quotes() -> None:
         "d_cuda_error_tp2dp2", 2
     )
     assert "Connection closed by peer" in _log("d_cuda_error_tp2dp2", 3)
+    assert _log("f_killed_tp2cp2", 3).rstrip().endswith("rank=3 step=4 begin")
+    assert "exitcode: -9" in (ROOT / "f_killed_tp2cp2" / "logs" / "torchrun.log").read_text()
     extra = _log("e_oom_extra_tp2dp2", 0)
     assert "During handling of the above exception, another exception occurred" in extra
     # The error path's collective: rank 0 alone has a 5th all_reduce on default_pg, of one element.
