@@ -77,7 +77,9 @@ CLOCK_REALTIME = 0  # pthread_mutex_timedlock measures its deadline on this cloc
 
 
 def hold_gil(seconds: float) -> str:
-    """Keep the GIL for `seconds` inside one C call. Returns how it was held, for the rank's log."""
+    """Keep the GIL for `seconds` inside one C call. A blocking call rather than a spinning one: the
+    effect on the process is the same (no Python runs) and it leaves the machine's CPUs to the other
+    ranks. Returns how the GIL was held (the fallback lets it go)."""
     try:
         libc = ctypes.PyDLL(None)  # PyDLL: the GIL stays held during the call
         lock, timed = libc.pthread_mutex_lock, libc.pthread_mutex_timedlock
