@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from ncclscope.capture.faults import STEP_FAULTS, Fault
+from ncclscope.capture.mesh import Mesh
 
 Backend = Literal["nccl", "gloo"]
 CONFIG_ENV = "NCCLSCOPE_CAPTURE_CONFIG"
@@ -98,6 +99,7 @@ class CaptureConfig:
     extra_env: tuple[tuple[str, str], ...] = field(default=())
     allow_shared_gpu: bool = False
     node_per_rank: bool = False
+    mesh: Mesh | None = None  # --layout: the process groups the workload runs collectives in
 
     @property
     def layout(self) -> Layout:
@@ -142,12 +144,14 @@ class CaptureConfig:
             "extra_env": dict(self.extra_env),
             "allow_shared_gpu": self.allow_shared_gpu,
             "node_per_rank": self.node_per_rank,
+            "mesh": None if self.mesh is None else self.mesh.to_json(),
         }
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> CaptureConfig:
         faults = cast(list[dict[str, object]], d.get("faults") or [])
         env = cast(dict[str, str], d.get("extra_env") or {})
+        mesh = d.get("mesh")
         return cls(
             out_dir=str(d["out_dir"]),
             backend=cast(Backend, d.get("backend", "gloo")),
@@ -162,6 +166,7 @@ class CaptureConfig:
             extra_env=tuple(sorted(env.items())),
             allow_shared_gpu=bool(d.get("allow_shared_gpu", False)),
             node_per_rank=bool(d.get("node_per_rank", False)),
+            mesh=Mesh.from_json(cast(dict[str, object], mesh)) if isinstance(mesh, dict) else None,
         )
 
     @classmethod

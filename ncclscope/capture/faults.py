@@ -1,7 +1,10 @@
 """Capture stage, fault specs: `kind:key=value,…` strings → frozen `Fault` records (no torch here).
 
-Each fault names the ranks it applies to; `no-p2p` and `no-ib` apply to every rank (both ends of a
-connection must agree on a transport) unless `rank=…,asymmetric=yes` asks for a transport mismatch.
+Step faults stop or skew one rank at one step: hang (a sleep outside the collective), mismatch,
+crash, and the faults that stop a rank from inside: oom, cuda-error (`extra=yes`: the error path calls
+one more collective) and gil (the GIL held in a C call). Each fault names the ranks it applies to;
+`no-p2p` and `no-ib` apply to every rank (both ends of a connection must agree on a transport) unless
+`rank=…,asymmetric=yes` asks for a transport mismatch.
 The worker asks a fault what to do at each collective; the launcher validates ranks against the world size.
 """
 
@@ -14,7 +17,9 @@ from typing import Literal, cast
 
 from ncclscope.errors import InputError
 
-FaultKind = Literal["straggler", "hang", "mismatch", "crash", "iface", "no-ib", "no-p2p"]
+FaultKind = Literal[
+    "straggler", "hang", "mismatch", "crash", "oom", "cuda-error", "gil", "iface", "no-ib", "no-p2p"
+]
 
 # kind -> (required keys, optional keys); `rank` accepts one rank or several joined by '+'.
 _KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -22,13 +27,19 @@ _KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "hang": (frozenset({"rank"}), frozenset({"at"})),
     "mismatch": (frozenset({"rank"}), frozenset({"at"})),
     "crash": (frozenset({"rank"}), frozenset({"at", "code"})),
+    "oom": (frozenset({"rank"}), frozenset({"at", "extra"})),
+    "cuda-error": (frozenset({"rank"}), frozenset({"at", "extra"})),
+    "gil": (frozenset({"rank"}), frozenset({"at"})),
     "iface": (frozenset({"rank"}), frozenset({"name"})),
     "no-ib": (frozenset(), frozenset({"rank", "asymmetric"})),
     "no-p2p": (frozenset(), frozenset({"rank", "asymmetric"})),
 }
 KINDS: tuple[str, ...] = tuple(_KEYS)
 # Faults that act at one step of the workload (the others act through the environment).
-STEP_FAULTS = frozenset({"hang", "mismatch", "crash"})
+STEP_FAULTS = frozenset({"hang", "mismatch", "crash", "oom", "cuda-error", "gil"})
+# Of those, the ones that stop the rank at the start of its step, before the forward pass (the
+# others fire at the step's first all_reduce): its peers go on into the step's collectives.
+START_FAULTS = frozenset({"oom", "cuda-error", "gil"})
 NCCL_ONLY = frozenset({"no-ib", "no-p2p"})
 
 
@@ -47,6 +58,7 @@ class Fault:
     code: int | None = None  # crash: exit status; None = SIGKILL, as the OOM killer would
     name: str = "lo"
     asymmetric: bool = False  # no-p2p / no-ib on some ranks only: a transport mismatch, on purpose
+    extra: bool = False  # oom / cuda-error: the error path calls one more collective (a desync)
     spec: str = field(default="", compare=False)
 
     def applies_to(self, rank: int) -> bool:
@@ -80,6 +92,7 @@ class Fault:
             code=None if d.get("code") is None else int(cast(int, d["code"])),
             name=str(d.get("name", "lo")),
             asymmetric=bool(d.get("asymmetric", False)),
+            extra=bool(d.get("extra", False)),
             spec=str(d.get("spec", "")),
         )
 
@@ -148,7 +161,8 @@ def _build(kind: FaultKind, p: dict[str, str], spec: str) -> Fault:
     code = _int(spec, "code", p["code"]) if "code" in p else None
     if code is not None and not 1 <= code <= 255:
         raise FaultSpecError(f"--inject {spec!r}: code must be an exit status 1..255")
-    asym = _yes(spec, p["asymmetric"]) if "asymmetric" in p else False
+    asym = _yes(spec, "asymmetric", p["asymmetric"]) if "asymmetric" in p else False
+    extra = _yes(spec, "extra", p["extra"]) if "extra" in p else False
     if kind in NCCL_ONLY and bool(ranks) != asym:
         raise FaultSpecError(
             f"--inject {spec!r}: {kind} applies to every rank (both ends of a connection must "
@@ -156,14 +170,22 @@ def _build(kind: FaultKind, p: dict[str, str], spec: str) -> Fault:
             f"give both rank= and asymmetric=yes (e.g. {kind}:rank=1,asymmetric=yes)"
         )
     return Fault(
-        kind=kind, ranks=ranks, delay_ms=delay, at=at, code=code, name=name, asymmetric=asym, spec=spec
+        kind=kind,
+        ranks=ranks,
+        delay_ms=delay,
+        at=at,
+        code=code,
+        name=name,
+        asymmetric=asym,
+        extra=extra,
+        spec=spec,
     )
 
 
-def _yes(spec: str, value: str) -> bool:
+def _yes(spec: str, key: str, value: str) -> bool:
     v = value.strip().lower()
     if v not in ("yes", "true", "1", "no", "false", "0"):
-        raise FaultSpecError(f"--inject {spec!r}: asymmetric must be yes or no, got {value!r}")
+        raise FaultSpecError(f"--inject {spec!r}: {key} must be yes or no, got {value!r}")
     return v in ("yes", "true", "1")
 
 
@@ -190,5 +212,8 @@ def _example(kind: str) -> str:
         "hang": "hang:rank=1",
         "mismatch": "mismatch:rank=1",
         "crash": "crash:rank=1",
+        "oom": "oom:rank=0,extra=yes",
+        "cuda-error": "cuda-error:rank=1",
+        "gil": "gil:rank=1",
         "iface": "iface:rank=1,name=lo",
     }.get(kind, kind)

@@ -1,7 +1,8 @@
 """Capture stage, injection plan: what one rank does differently at each step (pure, no torch).
 
-Step faults (hang, mismatch, crash) fire once, at the first all_reduce of their step; a straggler
-sleeps before every collective and before every training step of the run.
+Step faults hang, mismatch and crash fire once, at the first all_reduce of their step; oom, cuda-error
+and gil fire once, at the start of their step (before the forward pass, so the peers go on into the
+step's collectives); a straggler sleeps before every collective and before every training step.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ncclscope.capture.faults import STEP_FAULTS, Fault
+from ncclscope.capture.faults import START_FAULTS, STEP_FAULTS, Fault
 
 Action = Literal["", "hang", "mismatch", "crash"]
 TRIGGER_OP = "all_reduce"
@@ -41,9 +42,19 @@ class Plan:
         if op != TRIGGER_OP or not first_of_kind:
             return "", None
         for f in self.step_faults:
-            if (self.default_step if f.at is None else f.at) == step:
+            if f.kind not in START_FAULTS and self._step_of(f) == step:
                 return f.kind, f  # type: ignore[return-value]
         return "", None
+
+    def at_start(self, step: int) -> Fault | None:
+        """The oom / cuda-error / gil fault to fire at the start of `step`, if any."""
+        for f in self.step_faults:
+            if f.kind in START_FAULTS and self._step_of(f) == step:
+                return f
+        return None
+
+    def _step_of(self, f: Fault) -> int:
+        return self.default_step if f.at is None else f.at
 
 
 def mismatched_numel(numel: int, world: int) -> int:

@@ -29,6 +29,7 @@ from ncclscope.capture.config import (
 )
 from ncclscope.capture.evidence import utc_now
 from ncclscope.capture.faults import NCCL_ONLY, Fault, check_ranks
+from ncclscope.capture.mesh import LayoutSpecError, Mesh
 from ncclscope.capture.postmortem import settle_manifests
 from ncclscope.capture.preflight import GpuProbe, import_torch, preflight, probe_gpus
 from ncclscope.capture.supervise import KILL_GRACE_S, descendants, supervise
@@ -52,6 +53,7 @@ class CaptureOptions:
     torchrun_args: tuple[str, ...] = ()
     allow_shared_gpu: bool = False
     node_per_rank: bool = False
+    mesh: Mesh | None = None  # --layout: the job's process groups
     host: str = field(default_factory=socket.gethostname)
 
     @property
@@ -117,6 +119,12 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
     if opts.timeout_s <= 0:
         raise InputError("--timeout must be > 0 seconds")
     check_ranks(opts.faults, world_size(opts))
+    if opts.mesh is not None and opts.mesh.world_size != world_size(opts):
+        raise LayoutSpecError(
+            f"--layout {opts.mesh.spec}: {opts.mesh.world_size} ranks, but the job has {world_size(opts)} "
+            f"(--nproc-per-node {opts.nproc_per_node} × --nnodes {opts.nnodes}); leave --nproc-per-node "
+            "out on one node and it follows the layout"
+        )
     if opts.nnodes != "1" and not _has_rendezvous(opts.torchrun_args):
         raise InputError(
             f"--nnodes {opts.nnodes}: every node must meet at one rendezvous; add it after `--`, "
@@ -185,6 +193,7 @@ def config_for(opts: CaptureOptions) -> CaptureConfig:
         extra_env=opts.extra_env,
         allow_shared_gpu=opts.allow_shared_gpu,
         node_per_rank=opts.node_per_rank,
+        mesh=opts.mesh,
     )
 
 
@@ -268,6 +277,10 @@ def _write_run_manifest(opts: CaptureOptions, cfg: CaptureConfig, res: CaptureRe
         "job_env": {k: v for k, v in job_env(cfg).items() if k != "NCCLSCOPE_CAPTURE_CONFIG"},
         "allow_shared_gpu": opts.allow_shared_gpu,
         "node_per_rank": opts.node_per_rank,
+        "layout": None if opts.mesh is None else opts.mesh.spec,
+        "groups": None
+        if opts.mesh is None
+        else [{"name": g.name, "desc": g.desc, "ranks": list(g.ranks)} for g in opts.mesh.groups()],
         "started_utc": started,
         "ended_utc": utc_now(),
         "elapsed_s": round(res.elapsed_s, 3),

@@ -115,8 +115,9 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
             cfg.backend, timeout=timedelta(seconds=cfg.timeout_s), **_eager_init(dist, cfg.backend, device)
         )
         started = True
+        groups = _groups(dist, cfg, rank, man)
         man.update(status="running", init_done_utc=utc_now())
-        _steps(torch, cfg, rank, device, man)
+        _steps(torch, cfg, rank, device, man, groups)
         status, code = "completed", 0
     except Terminated as e:
         status, code, err, failure = "terminated", EXIT_TERMINATED, "SIGTERM", e
@@ -162,14 +163,44 @@ def _eager_init(dist: Any, backend: str, device: Any) -> dict[str, Any]:
     return {}
 
 
-def _steps(torch: Any, cfg: CaptureConfig, rank: int, device: Any, man: Manifest) -> None:
+def _groups(dist: Any, cfg: CaptureConfig, rank: int, man: Manifest) -> Any:
+    """With --layout: every process group of the layout, and this rank's in the manifest."""
+    if cfg.mesh is None:
+        return None
+    from ncclscope.capture.meshwork import make_groups
+
+    groups = make_groups(dist, cfg.mesh, rank, timedelta(seconds=cfg.timeout_s), lambda m: say(rank, m))
+    man.update(
+        groups={
+            k: {"name": g.name, "desc": g.desc, "ranks": list(g.ranks)}
+            for k, (g, _) in groups.by_kind.items()
+        }
+    )
+    return groups
+
+
+def _steps(torch: Any, cfg: CaptureConfig, rank: int, device: Any, man: Manifest, groups: Any = None) -> None:
     from ncclscope.capture import workload
 
     plan = Plan.for_rank(cfg.faults, rank, cfg.fault_step)
     stall = cfg.timeout_s * 3 + 10
-    wl = workload.Workload(
-        torch, device, plan, cfg.sizes, stall, lambda m: say(rank, m), sync_timeout_s=cfg.sync_timeout_s
-    )
+    if groups is not None:
+        from ncclscope.capture.meshwork import MeshWorkload
+
+        wl: workload.Workload = MeshWorkload(
+            torch,
+            device,
+            plan,
+            cfg.sizes,
+            stall,
+            lambda m: say(rank, m),
+            groups,
+            sync_timeout_s=cfg.sync_timeout_s,
+        )
+    else:
+        wl = workload.Workload(
+            torch, device, plan, cfg.sizes, stall, lambda m: say(rank, m), sync_timeout_s=cfg.sync_timeout_s
+        )
     trace = cfg.layout.trace(rank)
 
     def export(prof: Any) -> None:

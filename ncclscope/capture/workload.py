@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ncclscope.capture.faults import Fault
 from ncclscope.capture.inject import Plan, mismatched_numel
 from ncclscope.capture.waiting import wait_for_event
 
@@ -61,21 +62,18 @@ class Workload:
         self.skipped: dict[str, str] = {}
         self._model, self._opt = self._make_model()
 
-    def _make_model(self) -> tuple[Any, Any]:
+    def _make_model(self, group: Any = None) -> tuple[Any, Any]:
         nn = self.torch.nn
         self.torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8)).to(self.device)
         ids = [self.device.index] if self.device.type == "cuda" else None
-        ddp = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        ddp = nn.parallel.DistributedDataParallel(model, device_ids=ids, process_group=group)
         return ddp, self.torch.optim.SGD(ddp.parameters(), lr=0.01)
 
     def step(self, step: int) -> None:
         self._delay()
-        x = self.torch.randn(16, 64, device=self.device)
-        loss = self._model(x).square().mean()
-        self._opt.zero_grad()
-        loss.backward()  # DDP's gradient all_reduce runs here
-        self._opt.step()
+        self._start_fault(step)
+        self._train()
         seen: set[str] = set()
         for numel in self.sizes:
             for op in OPS:
@@ -83,6 +81,45 @@ class Workload:
                     self._collective(step, op, numel, first=op not in seen)
                     seen.add(op)
         self._sync(step)
+
+    def _train(self) -> None:
+        x = self.torch.randn(16, 64, device=self.device)
+        loss = self._model(x).square().mean()
+        self._opt.zero_grad()
+        loss.backward()  # DDP's gradient all_reduce runs here
+        self._opt.step()
+
+    def _start_fault(self, step: int) -> None:
+        """oom / cuda-error / gil at the start of the step, before the forward pass."""
+        from ncclscope.capture import failures
+
+        fault = self.plan.at_start(step)
+        if fault is None:
+            return
+        if fault.kind == "gil":
+            failures.hold_gil(self.stall_s)
+            return
+        err = (
+            failures.oom_error(self.torch, self.device)
+            if fault.kind == "oom"
+            else failures.cuda_error(self.torch)
+        )
+        if not fault.extra:
+            raise err
+        self._error_path(fault, err)
+
+    def _error_path(self, fault: Fault, err: BaseException) -> None:
+        """As a training loop that reports its error, then tells its peers with a 1-element
+        all_reduce on the default group while they wait in the step's collectives."""
+        import traceback
+
+        try:
+            raise err
+        except BaseException:
+            traceback.print_exc()
+            sys.stdout.flush()
+            self.dist.all_reduce(self.torch.ones(1, device=self.device))
+            raise
 
     def _sync(self, step: int) -> None:
         """Wait for the step's GPU work by polling an event, never in `torch.cuda.synchronize()`:
@@ -99,7 +136,7 @@ class Workload:
         if self.plan.delay_s > 0:
             time.sleep(self.plan.delay_s)
 
-    def _collective(self, step: int, op: str, numel: int, *, first: bool) -> None:
+    def _collective(self, step: int, op: str, numel: int, *, first: bool, group: Any = None) -> None:
         action, fault = self.plan.action(step, op, first)
         if action == "crash" and fault is not None:
             sys.stdout.flush()
@@ -114,7 +151,7 @@ class Workload:
             numel = mismatched_numel(numel, self.world)
         self._delay()
         try:
-            getattr(self, "_" + op)(numel)
+            getattr(self, "_" + op)(numel, group)
         except (RuntimeError, NotImplementedError, ValueError) as e:
             if op in self.skipped or not any(p in str(e).lower() for p in _UNSUPPORTED):
                 raise
@@ -124,31 +161,44 @@ class Workload:
     def _t(self, numel: int, fill: float = 1.0) -> Any:
         return self.torch.full((numel,), fill, dtype=self.torch.float32, device=self.device)
 
-    def _all_reduce(self, numel: int) -> None:
-        self.dist.all_reduce(self._t(numel))
+    def _all_reduce(self, numel: int, group: Any = None) -> None:
+        self.dist.all_reduce(self._t(numel), group=group)
 
-    def _all_gather(self, numel: int) -> None:
-        part = numel // self.world
+    def _all_gather(self, numel: int, group: Any = None) -> None:
+        part = numel // self.dist.get_world_size(group)
         # torch 2.13 renamed the *_into_tensor / *_tensor forms (the old names warn on every call).
         fn = getattr(self.dist, "all_gather_single", None) or self.dist.all_gather_into_tensor
-        fn(self._t(numel, 0.0), self._t(part))
+        fn(self._t(numel, 0.0), self._t(part), group=group)
 
-    def _reduce_scatter(self, numel: int) -> None:
+    def _reduce_scatter(self, numel: int, group: Any = None) -> None:
         fn = getattr(self.dist, "reduce_scatter_single", None) or self.dist.reduce_scatter_tensor
-        fn(self._t(numel // self.world, 0.0), self._t(numel))
+        fn(self._t(numel // self.dist.get_world_size(group), 0.0), self._t(numel), group=group)
 
-    def _broadcast(self, numel: int) -> None:
-        self.dist.broadcast(self._t(numel), src=0)
+    def _broadcast(self, numel: int, group: Any = None) -> None:
+        src = 0 if group is None else self.dist.get_global_rank(group, 0)
+        self.dist.broadcast(self._t(numel), src=src, group=group)
 
-    def _all_to_all(self, numel: int) -> None:
-        self.dist.all_to_all_single(self._t(numel, 0.0), self._t(numel))
+    def _all_to_all(self, numel: int, group: Any = None) -> None:
+        self.dist.all_to_all_single(self._t(numel, 0.0), self._t(numel), group=group)
 
-    def _send_recv(self, numel: int) -> None:
-        if self.world < 2:
-            return
+    def _send_recv(self, numel: int, group: Any = None) -> None:
         dist = self.dist
-        nxt, prv = (self.rank + 1) % self.world, (self.rank - 1) % self.world
-        ops = [dist.P2POp(dist.isend, self._t(numel), nxt), dist.P2POp(dist.irecv, self._t(numel, 0.0), prv)]
+        size = dist.get_world_size(group)
+        if size < 2:
+            return
+        me = dist.get_rank(group)
+        nxt, prv = (
+            ((me + 1) % size, (me - 1) % size)
+            if group is None
+            else (
+                dist.get_global_rank(group, (me + 1) % size),
+                dist.get_global_rank(group, (me - 1) % size),
+            )
+        )
+        ops = [
+            dist.P2POp(dist.isend, self._t(numel), nxt, group=group),
+            dist.P2POp(dist.irecv, self._t(numel, 0.0), prv, group=group),
+        ]
         for req in dist.batch_isend_irecv(ops):
             req.wait()
 

@@ -27,9 +27,10 @@ class BackendChoice(str, Enum):
 
 INJECT_HELP = (
     "Fault to inject (repeatable): straggler:rank=R,delay_ms=D | hang:rank=R | mismatch:rank=R | "
-    "crash:rank=R[,code=C] | iface:rank=R,name=lo | no-ib | no-p2p (every rank; "
-    "rank=R,asymmetric=yes: a transport mismatch). "
-    "hang/mismatch/crash take at=STEP; rank=1+3 names several ranks."
+    "crash:rank=R[,code=C] | oom:rank=R[,extra=yes] | cuda-error:rank=R[,extra=yes] | gil:rank=R | "
+    "iface:rank=R,name=lo | no-ib | no-p2p (every rank; rank=R,asymmetric=yes: a transport mismatch). "
+    "hang (a sleep) / mismatch / crash / oom / cuda-error / gil (the GIL held in a C call) take at=STEP; "
+    "extra=yes: the error path calls a 1-element all_reduce; rank=1+3 names several ranks."
 )
 
 
@@ -42,7 +43,14 @@ def capture(
             show_default=False,
         ),
     ] = None,
-    nproc_per_node: Annotated[int, typer.Option("--nproc-per-node", help="Ranks per node.")] = 2,
+    nproc_per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--nproc-per-node",
+            help="Ranks per node [default: 2, or the --layout's world size on one node].",
+            show_default=False,
+        ),
+    ] = None,
     nnodes: Annotated[str, typer.Option("--nnodes", help="Nodes: N or MIN:MAX (torchrun's form).")] = "1",
     out: Annotated[
         Path | None,
@@ -105,6 +113,15 @@ def capture(
             "--allow-shared-gpu, several ranks then run on one GPU on any NCCL release.",
         ),
     ] = False,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            help="Process groups, Megatron-style: tp=2,dp=2[,cp=N][,ep=N][,etp=yes]. World size = the product; "
+            "every step runs collectives in every group.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Quiet = False,
 ) -> None:
     """Run a small DDP + collectives job under torchrun and capture its evidence. Exit 0: evidence
@@ -112,8 +129,12 @@ def capture(
     injected; 2: bad options, torch missing, a machine that cannot run the job (no NCCL, no GPU,
     fewer GPUs than ranks), or no evidence at all."""
     from ncclscope.capture import CaptureOptions, parse_faults, resolve_backend, run_capture
+    from ncclscope.capture.mesh import parse_mesh
 
     faults = parse_faults(inject or [])
+    mesh = parse_mesh(layout) if layout is not None else None
+    if nproc_per_node is None:
+        nproc_per_node = mesh.world_size if mesh is not None and nnodes == "1" else 2
     opts = CaptureOptions(
         out_dir=out or Path(f"ncclscope-capture-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"),
         nproc_per_node=nproc_per_node,
@@ -127,6 +148,7 @@ def capture(
         torchrun_args=tuple(torchrun_args or ()),
         allow_shared_gpu=allow_shared_gpu,
         node_per_rank=node_per_rank,
+        mesh=mesh,
     )
     err = stderr_console()
     echo = (
