@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, not speed: a per-example deadline only makes them fail on a busy machine
+# (CI's 2 cores), which says nothing about the code.
+settings.register_profile("ncclscope", deadline=None)
+settings.load_profile("ncclscope")
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
