@@ -39,6 +39,16 @@ node-00:1234:1400 [0] misc/socket.cc:538 NCCL WARN Net : Call to recv from 10.0.
 [rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5
 """
 
+# Two processes claimed one rank: NCCL's bootstrap root says so (format `Bootstrap Root : rank %d of %d ranks
+# has already checked in`, bootstrap.cc; no public log holds it, so built from the format with a real
+# prefix), and the other process sees its connection closed. A configuration cause, not a connection failure.
+CHECKED_IN = """\
+node-00:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+node-00:2001:2010 [0] bootstrap.cc:311 NCCL WARN Bootstrap Root : rank 1 of 2 ranks has already checked in
+node-01:3002:3002 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>
+node-01:3002:3003 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer 10.0.0.1<41234>
+"""
+
 
 def _analyze(tmp_path: Path, text: str) -> ncclscope.Session:
     log = tmp_path / "job.log"
@@ -71,6 +81,13 @@ def test_a_clean_end_keeps_closures_after_teardown_quiet(tmp_path: Path) -> None
     )
     s = _analyze(tmp_path, text)
     assert not s.phase.failed
+
+
+def test_a_rank_claimed_twice_leads_and_the_closure_is_its_echo(tmp_path: Path) -> None:
+    s = _analyze(tmp_path, CHECKED_IN)
+    v = s.diagnosis.verdict
+    assert v is not None and v.event.finding_id == "split-world"
+    assert [e.finding_id for e in v.echoes] == ["connection-failure"]
 
 
 MULTIPG = SAMPLES / "multipg"
