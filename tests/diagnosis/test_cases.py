@@ -101,6 +101,8 @@ MULTIPG = SAMPLES / "multipg"
         ("b_gil_sleep_tp2dp2ep2", [3, 6], "collective-hang"),
         ("c_oom_desync_2ranks", [0], "rank-exited"),
         ("d_cuda_error_tp2dp2", [2], "rank-exited"),
+        ("e_oom_extra_tp2dp2", [0], "rank-exited"),
+        ("f_killed_tp2cp2", [3], "rank-exited"),
     ],
 )
 def test_multi_group_captures_name_exactly_the_faulty_ranks(
