@@ -41,6 +41,7 @@ class Variant:
     message: str
     why: str
     fix: str
+    cause: str | None = None  # when the words change the cause class (a CUDA failure that is out of memory)
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,23 @@ class Family:
     def matches_site(self, sites: Iterable[str]) -> bool:
         return not self.files or any(fnmatch.fnmatchcase(s, g) for s in sites for g in self.files)
 
+    def variant(self, message: str) -> Variant | None:
+        """The first variant whose pattern the line's text matches."""
+        return next((v for v in self.variants if _rx(v.message).search(message)), None)
+
+    def variant_advice(self, message: str) -> tuple[str, str] | None:
+        """(why, try) of the first variant whose pattern the line's text matches, else None."""
+        v = self.variant(message)
+        return (v.why, v.fix) if v is not None else None
+
+    def cause_of(self, message: str) -> str:
+        """The cause class of one line: its variant's when that says one, else the family's."""
+        v = self.variant(message)
+        return v.cause if v is not None and v.cause else self.cause
+
     def advice(self, message: str) -> tuple[str, str]:
         """(why, try) for one line: the first variant whose pattern its text matches, else the family's."""
-        for v in self.variants:
-            if _rx(v.message).search(message):
-                return v.why, v.fix
-        return self.why, self.fix
+        return self.variant_advice(message) or (self.why, self.fix)
 
 
 class _Site(msgspec.Struct):
@@ -98,6 +110,7 @@ class _VariantDoc(msgspec.Struct, forbid_unknown_fields=True):
     message: str
     why: str
     fix: str = msgspec.field(name="try")
+    cause: str | None = None
 
 
 class _FamilyDoc(msgspec.Struct, forbid_unknown_fields=True):
@@ -133,7 +146,7 @@ def families() -> tuple[Family, ...]:
             why=f.why,
             fix=f.fix,
             read=tuple(f.read),
-            variants=tuple(Variant(v.message, v.why, v.fix) for v in f.variants),
+            variants=tuple(Variant(v.message, v.why, v.fix, v.cause) for v in f.variants),
         )
         for f in doc.families
     )

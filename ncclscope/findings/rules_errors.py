@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ncclscope.findings import meanings as M
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, cite, live_warnings, make, norm_host, where
 from ncclscope.records import Finding, Severity
@@ -140,7 +141,13 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             .head(6),
         ]
     )
-    why, fix = _advice(first["message"] or "")
+    message = first["message"] or ""
+    why, fix = _advice(message)
+    fam = M.family_of(message) if message else None
+    if fam is not None and fam.id in NOT_A_CONNECTION and _cause(message) == "generic":
+        # the first line is a rendezvous that went wrong, not a link: its meaning decides the advice
+        why, fix = fam.advice(message)
+        title = f"{NOT_A_CONNECTION[fam.id]}, first {where(rows.head(1), ctx)}: {what}"
     return [
         make(
             "connection-failure",
@@ -151,9 +158,27 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             cited,
             ctx,
             ordered=True,
-            metrics={"cause": _cause(first["message"] or "")},
+            metrics={"cause": _cause(message), "cause_class": _cause_class(first["cls"], fam, message)},
         )
     ]
+
+
+# Meaning families (findings.meanings) whose line, first in a connection failure, is not a failed link.
+NOT_A_CONNECTION = {
+    "bootstrap-rank-claimed-twice": "Two processes claimed one rank at bootstrap (not a connection failure)",
+    "incompatible-peer": "An incompatible peer answered (not a blocked network)",
+    "version-mismatch": "Ranks run different NCCL versions",
+    "socket-no-interface": "No usable network interface for NCCL's sockets",
+}
+
+
+def _cause_class(cls: int, fam: M.Family | None, message: str) -> str:
+    """The cause class (findings.meanings.CAUSES) of a connection failure's first line: an echo (the peer
+    went away first) is `peer-failure`; else its meaning's class (by family and words), or `network`."""
+    if cls == 3:
+        return "peer-failure"
+    cause = fam.cause_of(message) if fam is not None else "network"
+    return cause if cause != "peer-failure" else "network"
 
 
 @dataclass(frozen=True)
@@ -289,6 +314,6 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
             cited,
             ctx,
             ordered=True,
-            metrics={"statuses": statuses},
+            metrics={"statuses": statuses, "cause_class": "peer-failure" if status == 5 else "network"},
         )
     ]

@@ -17,10 +17,12 @@ from collections.abc import Iterable
 import polars as pl
 
 from ncclscope.findings import meanings as M
+from ncclscope.findings import quoted as Q
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import make
+from ncclscope.findings.rules_common import CITE, make
 from ncclscope.parse.logs.families import BENIGN_WARNS
 from ncclscope.records import Finding, Severity
+from ncclscope.schema import ORIGIN
 
 MAX_SHAPES = 12
 # Families the grammar marks benign as a whole, with why (the line-level reasons are in BENIGN_WARNS).
@@ -77,6 +79,22 @@ def _unread(ctx: Context) -> pl.DataFrame:
     )
 
 
+def _quoted(ctx: Context) -> pl.DataFrame:
+    """NCCL errors quoted by PyTorch (`Last error:`) or nccl-tests (findings.quoted) that no finding cites
+    (the line or, for `Last error:`, the next) and a family claims, with their shape and meaning."""
+    schema = {**ORIGIN, "message": pl.Utf8, "shape": pl.Utf8, "meaning": pl.Utf8}
+    rows = Q.quoted(ctx)
+    cited = _cited(ctx)
+    rows = rows.join(cited, on=["path", "line"], how="anti").join(
+        cited.with_columns(pl.col("line") - 1), on=["path", "line"], how="anti"
+    )
+    if rows.is_empty():
+        return pl.DataFrame(schema=schema)
+    rows = rows.with_columns(shape=shape(), src_file=pl.lit(None, dtype=pl.Utf8))
+    rows = rows.join(_meanings(rows), on="shape", how="left").filter(pl.col("meaning").is_not_null())
+    return rows.select(list(schema))
+
+
 def _kinds(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.group_by("shape", maintain_order=True).agg(pl.len().alias("n"), pl.col("message").first())
 
@@ -131,8 +149,14 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
     family claims: one finding per family, in order of first appearance, with that family's cause class
     (metrics.cause_class: configuration, resource, network, hardware/driver, peer-failure, internal,
     teardown), severity, NCCL variables and why/try; the advice is the family's variant that matches the
-    first line's text. Severity is the family's (error, warning or info)."""
-    left = _unread(ctx).filter(pl.col("meaning").is_not_null())
+    first line's text. Severity is the family's (error, warning or info). Also NCCL errors other programs
+    quote (findings.quoted: PyTorch's `Last error:` text, nccl-tests' `Test CUDA|NCCL failure`) when no
+    finding cites them."""
+    cols = [*CITE, "message", "shape", "meaning"]
+    left = pl.concat(
+        [_unread(ctx).filter(pl.col("meaning").is_not_null()).select(cols), _quoted(ctx).select(cols)],
+        how="vertical_relaxed",
+    )
     if left.is_empty():
         return []
     fams = M.by_id()
@@ -142,10 +166,11 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
         kinds = _kinds(rows)
         first = str(kinds["message"][0] or "")
         why, fix = fam.advice(first)
+        cause = fam.cause_of(first)
         sev: Severity = (
             "error" if fam.severity == "error" else "warning" if fam.severity == "warning" else "info"
         )
-        title = f"{fam.cause.capitalize()} ({fam.id}): {first}"
+        title = f"{cause.capitalize()} ({fam.id}): {first}"
         if rows.height > 1:
             title += f" (+{rows.height - 1} line(s), {kinds.height} kind(s))"
         out.append(
@@ -159,7 +184,7 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
                 ctx,
                 metrics={
                     "family": fam.id,
-                    "cause_class": fam.cause,
+                    "cause_class": cause,
                     "variables": list(fam.variables),
                     "read_from": list(fam.read),
                     "lines": rows.height,

@@ -10,11 +10,13 @@ concluded, and the rules give that meaning, with advice that follows the line's 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from logframes_builder import logs, proc, run, warn
 
 from ncclscope.findings import meanings as M
+from ncclscope.session import analyze
 
 # Catalog WARN ids that no family claims, each with why (none today: a new entry fails the suite).
 UNMEANT: dict[str, str] = {}
@@ -44,6 +46,7 @@ def test_every_family_has_a_complete_meaning() -> None:
         for p in (*f.formats, *(v.message for v in f.variants)):
             re.compile(p)
         assert all(len(v.why) > 40 and len(v.fix) > 20 for v in f.variants), f.id
+        assert all(v.cause is None or v.cause in M.CAUSES for v in f.variants), f.id
 
 
 def test_every_warn_format_has_a_family_or_a_reason() -> None:
@@ -234,3 +237,33 @@ def test_a_line_of_a_newer_release_gets_the_meaning_of_the_file_that_printed_it(
     fam = M.family_of("NET/IB: something 2.33 will say about QP 12", "transport/net_ib/p2p.cc")
     assert fam is not None and fam.id == "ib-transport"
     assert M.family_of("something 2.33 will say", None) is None
+
+
+def test_the_nccl_text_torch_quotes_after_last_error_gets_its_meaning(tmp_path: Path) -> None:
+    # PyTorch's DistBackendError quotes NCCL's last WARN on the line after `Last error:` without a prefix.
+    log = tmp_path / "rank1.log"
+    log.write_text(
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: .../ProcessGroupNCCL.cpp:1727, invalid "
+        "usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
+        "[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+        "[rank1]: Last error:\n"
+        "[rank1]: Call to ibv_modify_qp failed with error Invalid argument errno 22\n"
+    )
+    [f] = [f for f in analyze([str(log)]).findings if f.id == "nccl-warn"]
+    assert f.metrics["family"] == "ib-modify-qp" and "GID index" in f.why and f.evidence[0].line == 3
+
+
+def test_nccl_tests_failures_get_the_meaning_of_the_error_they_quote(tmp_path: Path) -> None:
+    # nccl-tests src/common.h: `host: Test CUDA failure file:line '<cuda error>'`, `Test NCCL failure
+    # file:line '<ncclGetErrorString> / <ncclGetLastError>'` (the last error since nccl-tests 2.13).
+    log = tmp_path / "nccltests.log"
+    log.write_text(
+        "node-a: Test CUDA failure common.cu:891 'out of memory'\n"
+        "node-b: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for "
+        "details) / Call to connect returned Connection refused, retrying'\n"
+        "node-c: Test NCCL failure common.cu:1005 'remote process exited or there was a network error'\n"
+    )
+    found = {f.metrics["family"]: f for f in analyze([str(log)]).findings if f.id == "nccl-warn"}
+    assert found["cuda-failure"].metrics["cause_class"] == "resource"
+    assert "refused" in found["socket-connect"].title and "Nothing listened" in found["socket-connect"].why
+    assert found["nccl-result-remote"].metrics["cause_class"] == "peer-failure"
