@@ -85,7 +85,9 @@ class Family:
 class _Site(msgspec.Struct):
     repo: str
     file: str
-    line: int = 0
+    line: int = 0  # at the `last` release
+    first: str = ""
+    last: str = ""
 
 
 class _Msg(msgspec.Struct):
@@ -203,6 +205,21 @@ def family_of(message: str, src_file: str | None = None) -> Family | None:
         if fid is not None:
             return by_id()[fid]
     return _loose(message, src_file)
+
+
+@functools.cache
+def _by_catalog_id() -> dict[str, _Msg]:
+    return {m.id: m for m in catalog().messages}
+
+
+def source_of(message: str) -> tuple[str, ...]:
+    """Where the catalog says a line's format is printed: `repo file:line (first..last release)` per site
+    (empty when the catalog does not name the line)."""
+    cid = identify_one(message)
+    m = _by_catalog_id().get(cid) if cid is not None else None
+    if m is None:
+        return ()
+    return tuple(f"{s.repo} {s.file}:{s.line} ({s.first}..{s.last})" for s in m.sites[:4])
 
 
 def releases_of(m: _Msg, repo: str) -> list[str]:

@@ -291,29 +291,38 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     else:
         title = f"IB completion error status {status} ({meaning}) first {where(rows.head(1), ctx)}"
     statuses = sorted({int(v) for v in w["status"].drop_nulls().to_list()})
-    hint = {
-        12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
-        "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
-        "NCCL_IB_TIMEOUT.",
-        4: "Status 4 points at memory registration / GPUDirect RDMA: disable PCIe ACS and check the IOMMU, "
-        "nvidia-peermem and the memlock ulimit.",
-    }.get(
-        int(status) if status is not None else -1,
-        "Find the node that reported first and check its "
-        "links and HCA health (ibstat, ibv_devinfo, fi_info).",
-    )
+    why, hint, cause = _ib_advice(str(first["message"] or first["text"] or ""), status)
     cited = rows.unique(["host", "pid", "status"], keep="first", maintain_order=True).head(8)
     return [
         make(
             "ib-error",
             "error",
             title,
-            "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
-            "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root.",
+            why,
             hint,
             cited,
             ctx,
             ordered=True,
-            metrics={"statuses": statuses, "cause_class": "peer-failure" if status == 5 else "network"},
+            metrics={"statuses": statuses, "cause_class": cause},
         )
     ]
+
+
+IB_WHY = (
+    "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
+    "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root."
+)
+IB_HINT = (
+    "Find the node that reported first and check its links and HCA health (ibstat, ibv_devinfo, fi_info)."
+)
+
+
+def _ib_advice(message: str, status: int | None) -> tuple[str, str, str]:
+    """(why, try, cause class) of the first IB error: the ib-completion family's variant its words (status,
+    async event) pick (findings.meanings), else the general completion-error advice."""
+    fam = M.by_id()["ib-completion"]
+    text = message if status is None else f"{message} status={status}"
+    found = fam.variant(text)
+    if found is None:
+        return IB_WHY, IB_HINT, "peer-failure" if status == 5 else "network"
+    return found.why, found.fix, found.cause or fam.cause

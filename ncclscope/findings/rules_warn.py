@@ -187,6 +187,7 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
                     "cause_class": cause,
                     "variables": list(fam.variables),
                     "read_from": list(fam.read),
+                    "source": list(M.source_of(first)),
                     "lines": rows.height,
                     "kinds": [{"message": m, "count": n} for _, n, m in kinds.head(MAX_SHAPES).iter_rows()],
                 },

@@ -46,3 +46,12 @@ def test_ib_flush_errors_are_echoes() -> None:
     retry = warn(A, "ib_completion", "NET/IB : Got completion from peer x with error 12", status=12)
     [g] = run("ib-error", logs(warnings=[retry]))
     assert g.metrics["cause_class"] == "network"
+
+
+def test_ib_advice_follows_the_status() -> None:
+    prot = warn(A, "ib_completion", "NET/IB : Got completion from peer x with error 4, opcode 1", status=4)
+    [f] = run("ib-error", logs(warnings=[prot]))
+    assert "ACS" in f.fix and f.metrics["cause_class"] == "hardware/driver"
+    gid = warn(A, "ib_async", "NET/IB : Got async event : GID table change")
+    [g] = run("ib-error", logs(warnings=[gid]))
+    assert "GID table changed" in g.why and g.metrics["cause_class"] == "configuration"

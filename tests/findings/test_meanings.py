@@ -47,6 +47,7 @@ def test_every_family_has_a_complete_meaning() -> None:
             re.compile(p)
         assert all(len(v.why) > 40 and len(v.fix) > 20 for v in f.variants), f.id
         assert all(v.cause is None or v.cause in M.CAUSES for v in f.variants), f.id
+        assert f.formats or f.severity != "error", f"{f.id}: a per-file family is a guess, at most a warning"
 
 
 def test_every_warn_format_has_a_family_or_a_reason() -> None:
@@ -158,6 +159,46 @@ REAL = [
 ]
 
 
+REAL += [
+    (
+        "NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129",
+        "transport/net_ib.cc",
+        "ib-completion",
+        "corpus/issues/nccl394_md_quote_pdsh_prefix_gid_table_change_2_5_7.log:5",
+    ),
+    (
+        "NET/IB : Got async event : GID table change",
+        "transport/net_ib.cc",
+        "ib-completion",
+        "corpus/issues/nccl394_md_quote_pdsh_prefix_gid_table_change_2_5_7.log:1",
+    ),
+    (
+        "Socket creation failed : Address family not supported by protocol",
+        "include/socket.h",
+        "socket-create",
+        "corpus/issues/nccl210_socket_creation_failed_af_2_4.log:1",
+    ),
+    (
+        "Cannot get incoming CPU.",
+        "net_fastsocket.cc",
+        "fastsocket-flow-placement",
+        "corpus/issues/fastsocket4_gcp_fastsocket_warns.log:1",
+    ),
+    (
+        "NET/OFI OFI fi_getinfo() call failed: No data available",
+        None,
+        "ofi-provider",
+        "corpus/issues/awsofi1020_ofi_getinfo_failed_ts_prefix.log:1",
+    ),
+    (
+        "Net : Call to recv from 10.48.180.247<58355> failed : Broken pipe",
+        "misc/socket.cc",
+        "socket-peer-closed",
+        "corpus/issues/nccl795_aws_p4d_remote_crash_broken_pipe.log:1",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("message", "src", "family", "origin"), REAL, ids=[r[3].rsplit("/", 1)[-1] for r in REAL]
 )
@@ -200,6 +241,7 @@ def test_a_warn_with_a_family_gets_its_meaning_and_cause_class() -> None:
     [f] = run("nccl-warn", lf)
     assert f.severity == "error" and f.metrics["cause_class"] == "configuration"
     assert f.metrics["family"] == "bootstrap-rank-claimed-twice" and "same rank" in f.why
+    assert any("src/bootstrap.cc:" in s for s in f.metrics["source"])  # file:line (releases) of the format
 
 
 def test_advice_follows_the_words_of_the_line() -> None:
