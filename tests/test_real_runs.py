@@ -52,11 +52,12 @@ def test_rccl_msccl_warns_are_benign_and_every_line_is_recognised() -> None:
     assert cov.nccl_lines == 56 and cov.recognized == 56
 
 
-def test_a_warn_no_rule_reads_is_named() -> None:
+def test_a_warn_no_rule_reads_is_named_with_its_meaning() -> None:
     fs = findings(str(SAMPLES / "logs" / "awsofi24_horovod_efa_ring_net_libfabric_2_4.log"))
-    [u] = [f for f in fs if f.id == "unexplained-warn"]
-    assert u.severity == "warning" and "NET/OFI Couldn't open AV" in u.title
-    assert u.evidence[0].line > 0
+    assert not [f for f in fs if f.id == "unexplained-warn"]
+    [u] = [f for f in fs if f.id == "nccl-warn"]
+    assert "NET/OFI Couldn't open AV" in u.title and u.metrics["family"] == "ofi-address-vector"
+    assert "fi_av_open" in u.why and u.evidence[0].line > 0
 
 
 def test_gdr_line_of_a_socket_nic_is_not_gdr_advice(tmp_path: Path) -> None:

@@ -189,6 +189,15 @@ KINDS: tuple[Kind, ...] = (
         equals=(("role", "retry"),),
     ),
     Kind(
+        "config-fatal",
+        "connection-failure",
+        "cause",
+        20,
+        "A connection failure whose first line's meaning is a configuration (a rank claimed twice, an "
+        "incompatible peer, no interface): the processes disagree, the network is not to blame.",
+        equals=(("cause_class", "configuration"),),
+    ),
+    Kind(
         "connection-root",
         "connection-failure",
         "cause",
@@ -294,6 +303,16 @@ KINDS: tuple[Kind, ...] = (
         "A WARN family of the resource, hardware/driver or internal cause class at error severity.",
         severities=("error",),
         contains=(("_cause_classes", "local"),),
+    ),
+    Kind(
+        "config-fatal",
+        "*",
+        "cause",
+        22,
+        "A WARN family of the configuration cause class at error severity (e.g. NCCL's own collective "
+        "mismatch WARN, an address-vector failure of a misconfigured provider).",
+        severities=("error",),
+        equals=(("cause_class", "configuration"),),
     ),
     Kind(
         "network-failure",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ncclscope.findings import meanings as M
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, cite, live_warnings, make, norm_host, where
 from ncclscope.records import Finding, Severity
@@ -140,7 +141,13 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             .head(6),
         ]
     )
-    why, fix = _advice(first["message"] or "")
+    message = first["message"] or ""
+    why, fix = _advice(message)
+    fam = M.family_of(message) if message else None
+    if fam is not None and fam.id in NOT_A_CONNECTION and _cause(message) == "generic":
+        # the first line is a rendezvous that went wrong, not a link: its meaning decides the advice
+        why, fix = fam.advice(message)
+        title = f"{NOT_A_CONNECTION[fam.id]}, first {where(rows.head(1), ctx)}: {what}"
     return [
         make(
             "connection-failure",
@@ -151,9 +158,31 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             cited,
             ctx,
             ordered=True,
-            metrics={"cause": _cause(first["message"] or ""), "role": _role(rows)},
+            metrics={
+                "cause": _cause(message),
+                "cause_class": _cause_class(first["cls"], fam, message),
+                "role": _role(rows),
+            },
         )
     ]
+
+
+# Meaning families (findings.meanings) whose line, first in a connection failure, is not a failed link.
+NOT_A_CONNECTION = {
+    "bootstrap-rank-claimed-twice": "Two processes claimed one rank at bootstrap (not a connection failure)",
+    "incompatible-peer": "An incompatible peer answered (not a blocked network)",
+    "version-mismatch": "Ranks run different NCCL versions",
+    "socket-no-interface": "No usable network interface for NCCL's sockets",
+}
+
+
+def _cause_class(cls: int, fam: M.Family | None, message: str) -> str:
+    """The cause class (findings.meanings.CAUSES) of a connection failure's first line: an echo (the peer
+    went away first) is `peer-failure`; else its meaning's class (by family and words), or `network`."""
+    if cls == 3:
+        return "peer-failure"
+    cause = fam.cause_of(message) if fam is not None else "network"
+    return cause if cause != "peer-failure" else "network"
 
 
 @dataclass(frozen=True)
@@ -276,29 +305,38 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     else:
         title = f"IB completion error status {status} ({meaning}) first {where(rows.head(1), ctx)}"
     statuses = sorted({int(v) for v in w["status"].drop_nulls().to_list()})
-    hint = {
-        12: "Status 12 right at start means the NICs cannot reach each other: on RoCE set NCCL_IB_GID_INDEX "
-        "(usually 3 for RoCEv2) and the traffic class; otherwise check cables, switch ports and "
-        "NCCL_IB_TIMEOUT.",
-        4: "Status 4 points at memory registration / GPUDirect RDMA: disable PCIe ACS and check the IOMMU, "
-        "nvidia-peermem and the memlock ulimit.",
-    }.get(
-        int(status) if status is not None else -1,
-        "Find the node that reported first and check its "
-        "links and HCA health (ibstat, ibv_devinfo, fi_info).",
-    )
+    why, hint, cause = _ib_advice(str(first["message"] or first["text"] or ""), status)
     cited = rows.unique(["host", "pid", "status"], keep="first", maintain_order=True).head(8)
     return [
         make(
             "ib-error",
             "error",
             title,
-            "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
-            "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root.",
+            why,
             hint,
             cited,
             ctx,
             ordered=True,
-            metrics={"statuses": statuses},
+            metrics={"statuses": statuses, "cause_class": cause},
         )
     ]
+
+
+IB_WHY = (
+    "An RDMA work request failed: the queue pair goes to error state and NCCL aborts the communicator; "
+    "status 5 (flushed) errors on other ranks are the fallout, the earliest non-5 error is the root."
+)
+IB_HINT = (
+    "Find the node that reported first and check its links and HCA health (ibstat, ibv_devinfo, fi_info)."
+)
+
+
+def _ib_advice(message: str, status: int | None) -> tuple[str, str, str]:
+    """(why, try, cause class) of the first IB error: the ib-completion family's variant its words (status,
+    async event) pick (findings.meanings), else the general completion-error advice."""
+    fam = M.by_id()["ib-completion"]
+    text = message if status is None else f"{message} status={status}"
+    found = fam.variant(text)
+    if found is None:
+        return IB_WHY, IB_HINT, "peer-failure" if status == 5 else "network"
+    return found.why, found.fix, found.cause or fam.cause

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from ncclscope.findings import meanings as M
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import cite, live_warnings, make, norm_host, where
 from ncclscope.records import Finding
@@ -115,19 +116,39 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     rows = live_warnings(ctx).filter(pl.col("family") == "shm")
     if rows.is_empty():
         return []
+    why, fix = shm_advice(rows)
     return [
         make(
             "shm-exhausted",
             "error",
             f"NCCL could not create its shared-memory segments, first {where(rows.head(1), ctx)}",
-            "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
-            "Docker's default /dev/shm is 64 MB, far too small.",
-            "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
-            "medium: Memory at /dev/shm. NCCL_SHM_DISABLE=1 avoids it at a bandwidth cost.",
+            why,
+            fix,
             rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).head(8),
             ctx,
         )
     ]
+
+
+SHM_FULL_WHY = (
+    "NCCL ≥ 2.7 uses /dev/shm for the SHM transport and proxy buffers between processes of one node; "
+    "Docker's default /dev/shm is 64 MB, far too small."
+)
+SHM_FULL_FIX = (
+    "Run the container with --shm-size=8g (or --ipc=host); on Kubernetes mount an emptyDir with "
+    "medium: Memory at /dev/shm. NCCL_SHM_DISABLE=1 avoids it at a bandwidth cost."
+)
+
+
+def shm_advice(rows: pl.DataFrame) -> tuple[str, str]:
+    """The advice of the first SHM line whose words pick a variant of its meaning family (findings.meanings:
+    ENOSPC is a full /dev/shm; a failed attach or map with room left is not), else /dev/shm too small."""
+    for msg, src in rows.select("message", "src_file").iter_rows():
+        fam = M.family_of(msg or "", src)
+        found = fam.variant_advice(msg or "") if fam is not None else None
+        if found is not None:
+            return found
+    return SHM_FULL_WHY, SHM_FULL_FIX
 
 
 @rule("duplicate-gpu", "error", "Two ranks on the same GPU", "errors")
