@@ -14,7 +14,7 @@ from typing import Literal
 
 from ncclscope.diagnosis.model import EventClass
 
-Scope = Literal["job", "ranks", "members", "culprits-wait", "same-culprits"]
+Scope = Literal["job", "ranks", "members", "culprits-wait", "same-culprits", "same-line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Kind:
 
 @dataclass(frozen=True, slots=True)
 class LinkRule:
-    """Events of kinds `causes` explain events of kinds `echoes` within `scope`; `timed`: the cause
+    """Events of kinds `causes` explain events of kinds `echoes` ("*": any kind) within `scope`; `timed`: the cause
     may not come after the echo (where both carry a time, or both lie in one file)."""
 
     id: str
@@ -374,6 +374,18 @@ DEFAULT_KINDS: dict[str, tuple[str, EventClass, int]] = {
 }
 
 LINKS: tuple[LinkRule, ...] = (
+    LinkRule(
+        "same-line",
+        ("*",),
+        ("*",),
+        "same-line",
+        "Two findings that rest on the same first line are one fact read by two rules (NCCL's `Bootstrap "
+        "Root … already checked in` is both a world split and the first line of a connection failure): the "
+        "later one folds under the first.",
+        "the same line, read by another rule",
+        timed=False,
+        same_tier=True,
+    ),
     LinkRule(
         "local-failure-closes-peers",
         (*LOCAL_FAILURES, "app-exception"),

@@ -25,8 +25,8 @@ def link(events: Sequence[Event], k: Knowledge) -> tuple[Link, ...]:
     taken most fundamental cause first, and one that would close a cycle is skipped."""
     found: list[tuple[tuple[object, ...], int, Link]] = []
     for order, rule in enumerate(k.links):
-        causes = [e for e in events if e.kind in rule.causes]
-        echoes = [e for e in events if e.kind in rule.echoes]
+        causes = [e for e in events if "*" in rule.causes or e.kind in rule.causes]
+        echoes = [e for e in events if "*" in rule.echoes or e.kind in rule.echoes]
         for c in causes:
             for e in echoes:
                 if c.index != e.index and _allowed(rule, c, e, k):
@@ -65,6 +65,8 @@ def _in_scope(rule: LinkRule, c: Event, e: Event) -> bool:
     waiting = set(c.members) - set(c.ranks)  # members of c's group that entered and wait there
     if rule.scope == "members":  # a culprit of c belongs to e's group, or a member of e's group waits in c
         return bool((set(c.ranks) | waiting) & (set(e.members) | set(e.ranks)))
+    if rule.scope == "same-line":
+        return c.when.line > 0 and (c.when.path, c.when.line) == (e.when.path, e.when.line)
     if rule.scope == "culprits-wait":  # every culprit of e waits in c's stuck collective
         return bool(e.ranks) and set(e.ranks) <= waiting
     return bool(c.ranks) and set(c.ranks) == set(e.ranks)  # same-culprits

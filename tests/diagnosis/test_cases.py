@@ -86,8 +86,8 @@ def test_a_clean_end_keeps_closures_after_teardown_quiet(tmp_path: Path) -> None
 def test_a_rank_claimed_twice_leads_and_the_closure_is_its_echo(tmp_path: Path) -> None:
     s = _analyze(tmp_path, CHECKED_IN)
     v = s.diagnosis.verdict
-    assert v is not None and v.event.finding_id == "split-world"
-    assert [e.finding_id for e in v.echoes] == ["connection-failure"]
+    assert v is not None and "claimed one rank" in v.title and len(s.diagnosis.causes) == 1
+    assert sorted(e.finding_id for e in v.echoes) == ["split-world"]  # the same bootstrap line, read twice
 
 
 MULTIPG = SAMPLES / "multipg"

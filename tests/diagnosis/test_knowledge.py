@@ -123,6 +123,7 @@ def test_kind_entry_classes_its_case_and_only_it(i: int) -> None:
 
 # One (cause, echo) pair per LINKS entry: with the entry the echo folds under the cause, without it not.
 LINK_CASES: dict[str, tuple[list[Finding], int, int]] = {
+    "same-line": ([f("cuda-error", ranks=(0,)), f("nvls-failure", ranks=(0,))], 1, 0),  # both cite OOM's line
     "local-failure-closes-peers": (
         [f("cuda-error", ranks=(0,)), f("connection-failure", ev=CLOSED, role="echo")],
         1,
