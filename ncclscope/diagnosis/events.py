@@ -53,7 +53,13 @@ def _event(i: int, f: Finding, given: DiagnosisInput, k: Knowledge) -> Event:
         when=_when(f, given),
         evidence=f.evidence,
         kind_reason=reason,
+        confidence=_str(f.metrics.get("confidence")),
+        confidence_reason=_str(f.metrics.get("confidence_reason")),
     )
+
+
+def _str(v: object) -> str | None:
+    return str(v) if v is not None else None
 
 
 def _facts(f: Finding, given: DiagnosisInput, k: Knowledge) -> dict[str, object]:

@@ -46,6 +46,8 @@ class Event:
     when: When
     evidence: tuple[Evidence, ...]
     kind_reason: str
+    confidence: str | None = None  # the finding's own confidence, where its rule states one (hangs)
+    confidence_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

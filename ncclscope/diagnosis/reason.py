@@ -17,6 +17,7 @@ from ncclscope.records import SEVERITY_ORDER
 HANG_KINDS = ("hang-stuck-rank", "hang-desync", "hang-no-culprit")
 CLASS_RANK = {"cause": 0, "symptom": 1, "consequence": 2, "risk": 3, "info": 4}
 FAILURE = ("cause", "symptom", "consequence")
+CONFIDENCE: dict[str, Confidence] = {"high": "high", "medium": "medium", "low": "low"}
 MAX_STEPS = 6
 
 
@@ -185,6 +186,12 @@ def _confidence(root: Event, echoes: tuple[Event, ...], n_roots: int) -> tuple[C
         return "high", (
             f"rank(s) {', '.join(str(r) for r in root.ranks[:8])} are behind in every stuck process group they "
             "belong to, and every other stuck group waits on them"
+        )
+    if root.klass == "symptom" and root.confidence in ("high", "medium", "low"):
+        own = CONFIDENCE[root.confidence]
+        own = "medium" if own == "high" and not alone else own
+        return own, f"the stuck collective's own reading: {root.confidence_reason or root.confidence}" + (
+            "" if alone else f"; {n_roots} unexplained failures"
         )
     if root.klass == "symptom":
         return "low" if not alone else "medium", (

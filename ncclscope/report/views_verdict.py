@@ -42,7 +42,7 @@ def section(s: Session) -> dict[str, Any]:
     return {
         **base,
         **_cause(v),
-        **({"ranks": stuck} if stuck else {}),
+        **(_job_level(d, stuck) if stuck else {}),
         "causes": [_cause(c) for c in d.causes[1:]],
         "folded": {str(e.index): c.event.index for c in d.causes for e in c.echoes},
     }
@@ -78,6 +78,22 @@ def _stuck_ranks(d: Diagnosis) -> list[int]:
     if len(d.causes) < 2 or any(c.event.kind != "hang-stuck-rank" for c in d.causes):
         return []
     return sorted({r for c in d.causes for r in c.ranks})
+
+
+def _job_level(d: Diagnosis, stuck: list[int]) -> dict[str, Any]:
+    """Several independently stuck rank sets read as one verdict: every cause's ranks and echoes, and the
+    least confidence among them."""
+    order = ("low", "medium", "high")
+    least = min(d.causes, key=lambda c: order.index(c.confidence))
+    return {
+        "ranks": stuck,
+        "echoes": [
+            {"finding": e.finding_id, "index": e.index, "title": e.title} for c in d.causes for e in c.echoes
+        ],
+        "confidence": least.confidence,
+        "confidence_reason": f"{len(d.causes)} rank sets stuck on their own; the least sure of them: "
+        + least.confidence_reason,
+    }
 
 
 def _cause(c: Cause) -> dict[str, Any]:
