@@ -118,3 +118,29 @@ def test_multi_group_captures_name_exactly_the_faulty_ranks(
     hangs = [i for i, f in enumerate(s.findings) if f.id in ("collective-hang", "watchdog-timeout")]
     folded = {int(i) for i in v["folded"]} | {v["index"]} | {c["index"] for c in v["causes"]}
     assert set(hangs) <= folded
+
+
+JUDGE = SAMPLES / "judge"
+
+
+@pytest.mark.skipif(not JUDGE.is_dir(), reason="judge captures not bundled")
+@pytest.mark.parametrize(
+    ("case", "ranks"),
+    [
+        ("j1_gil_r0_tp2dp2", [0]),
+        ("j2_sleep_r2_tp2cp2", [2]),
+        ("j3_oom_extra_r3_tp2dp2", [3]),
+        ("j4_mismatch_r1_tp2dp2", [1]),
+        ("j5_healthy_tp2dp2", []),
+        ("j6_killed_r2_4ranks", [2]),
+        ("j7_cuda_error_r1_ep2dp2", [1]),
+        ("j8_sleep_r0_r3_tp2dp2", [0, 3]),
+    ],
+)
+def test_judge_captures_name_the_faulty_ranks(case: str, ranks: list[int]) -> None:
+    """The held-out captures (samples/judge/SOURCE.md: made after these rules, not used to tune them): the
+    verdict names exactly the injected ranks, and a healthy run has no failure verdict."""
+    from ncclscope.report import document_for
+
+    v = document_for(ncclscope.analyze([str(JUDGE / case)]))["verdict"]
+    assert v["ranks"] == ranks and (v["severity"] == "error") == bool(ranks), v["text"]
