@@ -1,17 +1,22 @@
-"""Parse stage, compressed inputs: `.gz` / `.zst` (files or stdin) streamed with caps on what they expand to.
+"""Parse stage, compressed inputs: gzip, zstd, xz, bzip2 and zlib (files or stdin) streamed with caps.
 
-A compressed input is recognised by its first bytes, not its name. Output comes in pieces of at most
+A compressed input is recognised by its first bytes, not its name (`compression`), and what it holds
+is sniffed again: gzip inside gzip is unpacked twice (`open_stream`). Output comes in pieces of at most
 `PIECE` bytes, so a bomb never expands in one call; once `Tuning.expansion_floor_bytes` are out,
 more than `max_expansion_ratio` output bytes per input byte, or more than `max_decompressed_bytes`
 in all, raise `LimitError` naming the cap. What was decompressed before damage, a cap or the end is
-always handed out first: the error comes at the next read. Concatenated gzip members are read on;
-bytes after the last one (zero padding, junk) are ignored with a note.
+always handed out first: the error comes at the next read. Concatenated members (gzip, xz, bzip2)
+are read on; a gzip member whose CRC or size trailer is wrong keeps what it decoded, with a note;
+text after the last gzip member is read as text, other bytes there (zero padding, junk) are ignored
+with a note. The stdlib does the decoding (`zlib`, `lzma`, `bz2`); zstd is `zstandard`'s.
 """
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, Protocol
 
 from ncclscope.errors import InputError, LimitError
@@ -19,8 +24,13 @@ from ncclscope.tuning import DEFAULT, Tuning
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZ2_MAGIC = b"BZh"
+_BZ2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # a bzip2 stream's first block, or its end (an empty stream)
 # First bytes that make Polars' CSV reader decompress a buffer on its own (zlib's `x^`, `x\x9c`, …).
 SNIFFED_BY_POLARS = (GZIP_MAGIC, ZSTD_MAGIC, b"x\x01", b"x^", b"x\x9c", b"x\xda")
+HEAD = 64  # bytes `compression` wants to see (zlib is told from text by decoding them)
+NESTING = 4  # compressed data inside compressed data, unpacked this many times at most
 PIECE = 1 << 20  # decompressed bytes produced per step, at most
 _IN = 1 << 16  # compressed bytes read per step
 
@@ -30,12 +40,31 @@ class Readable(Protocol):
 
 
 def compression(head: bytes) -> str | None:
-    """'gzip' | 'zstd' | None from an input's first bytes."""
+    """'gzip' | 'zstd' | 'xz' | 'bz2' | 'zlib' | None from an input's first bytes (`HEAD` of them: a text
+    line may start with `BZh9` or `x^`; bzip2's block magic, and zlib's header check and a clean decode
+    of what follows, tell them apart)."""
     if head[:2] == GZIP_MAGIC:
         return "gzip"
     if head[:4] == ZSTD_MAGIC:
         return "zstd"
+    if head[:6] == XZ_MAGIC:
+        return "xz"
+    if head[:3] == BZ2_MAGIC and head[3:4].isdigit() and head[4:10] in _BZ2_BLOCK:
+        return "bz2"
+    if _zlib(head):
+        return "zlib"
     return None
+
+
+def _zlib(head: bytes) -> bool:
+    if len(head) < 8 or head[0] != 0x78 or int.from_bytes(head[:2], "big") % 31:
+        return False
+    try:
+        z = zlib.decompressobj()
+        out = z.decompress(head, 1 << 16)
+    except zlib.error:
+        return False
+    return bool(out) or z.eof or len(head) >= HEAD  # (a dynamic block's tables may fill the head)
 
 
 class Prefixed:
@@ -68,7 +97,7 @@ class Unpacked:
         self.notes: list[str] = []
         self._buf = b""
         self._error: BaseException | None = None
-        self._pieces = _gunzip(self) if kind == "gzip" else _unzstd(self)
+        self._pieces = _CODECS[kind](self)
 
     def raw_read(self, n: int = _IN) -> bytes:
         data = self.raw.read(n)
@@ -85,7 +114,7 @@ class Unpacked:
         while (n < 0 or size < n) and self._error is None:
             try:
                 piece = next(self._pieces, b"")
-            except (LimitError, EOFError, OSError, zlib.error, InputError) as e:
+            except _DAMAGE as e:
                 self._error = e
                 break
             if not piece:
@@ -101,6 +130,14 @@ class Unpacked:
             return data
         self._buf = data[n:]
         return data[:n]
+
+    def unread(self, head: bytes) -> None:
+        """Put bytes read from the start back in front (`open_stream` looked at them)."""
+        self._buf = head + self._buf
+
+    def fail(self, e: BaseException) -> None:
+        """End the stream with `e`, raised at the next read."""
+        self._buf, self._error = b"", e
 
     def _account(self, n: int) -> None:
         t = self.tuning
@@ -127,7 +164,7 @@ class Unpacked:
 
 
 def _gunzip(u: Unpacked) -> Iterator[bytes]:
-    """Every gzip member in turn; after the last, any other bytes are noted and ignored."""
+    """Every gzip member in turn; after the last, text is read as text and other bytes noted and ignored."""
     z = zlib.decompressobj(wbits=31)
     members, data, full = 1, b"", False
     while True:
@@ -137,20 +174,78 @@ def _gunzip(u: Unpacked) -> Iterator[bytes]:
             if not data:
                 break
             if data[:2] != GZIP_MAGIC:
-                _note_trailing(u, data, members)
+                yield from _after_last(u, data, members)
                 break
             z, members = zlib.decompressobj(wbits=31), members + 1
         elif not data and not full:  # (a full piece may leave output pending inside zlib: drain it first)
             data = u.raw_read()
             if not data:
                 raise EOFError("compressed data ends early (truncated gzip)")
-        out = z.decompress(data, PIECE)
+        before = z.copy()  # (a bad trailer loses the output of the call that reads it: done again from here)
+        try:
+            out = z.decompress(data, PIECE)
+        except zlib.error as e:
+            out, data = _salvage(before, data, e)
+            if "check" not in str(
+                e
+            ):  # damage inside the data, not its trailer: what it decoded, then the end
+                yield out
+                raise
+            u.notes.append(
+                f"{u.path}: gzip member {members} has a wrong {_trailer(e)} trailer ({e}); "
+                "kept the data it decoded"
+            )
+            z, full = zlib.decompressobj(wbits=31), False
+            z.decompress(gzip_empty())  # (eof: the next turn looks for another member)
+            if out:
+                yield out
+            continue
         full = len(out) >= PIECE
         data = z.unused_data if z.eof else z.unconsumed_tail
         if out:
             yield out
     if members > 1:
         u.notes.append(f"{u.path}: {members} concatenated gzip members, read one after the other")
+
+
+def gzip_empty() -> bytes:
+    """An empty gzip member (fed to a fresh decompressor to put it at a member's end)."""
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+
+
+def _trailer(e: zlib.error) -> str:
+    return "size" if "length" in str(e) else "CRC"
+
+
+def _salvage(before: zlib._Decompress, data: bytes, e: zlib.error) -> tuple[bytes, bytes]:
+    """(what the member decoded, the bytes after it) when its trailer is wrong: the longest start of
+    `data` that decodes without the error gives the output; the trailer's end follows it."""
+    lo, hi = 0, len(data)  # data[:lo] decodes cleanly, data[:hi] raises
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            before.copy().decompress(data[:mid], PIECE)
+            lo = mid
+        except zlib.error:
+            hi = mid
+    out = before.decompress(data[:lo], PIECE)
+    # `hi` bytes complete the check that failed: the CRC (4 more bytes of size follow) or the size.
+    end = hi if _trailer(e) == "size" else hi + 4
+    return out, data[end:]
+
+
+def _after_last(u: Unpacked, data: bytes, members: int) -> Iterator[bytes]:
+    """The bytes after the last gzip member: a log appended in plain text is read on, anything else noted."""
+    while len(data) < 4096 and (more := u.raw_read()):
+        data += more
+    sample = data[:4096]
+    if sample.strip(b"\0") and b"\0" not in sample and _texty(sample):
+        u.notes.append(f"{u.path}: plain text after the last of {members} gzip member(s), read as text")
+        yield data
+        while more := u.raw_read():
+            yield more
+        return
+    _note_trailing(u, data, members)
 
 
 def _note_trailing(u: Unpacked, data: bytes, members: int) -> None:
@@ -166,13 +261,19 @@ def _note_trailing(u: Unpacked, data: bytes, members: int) -> None:
     )
 
 
+def _texty(sample: bytes) -> bool:
+    """Mostly printable: text, not binary junk (a decoded sample of UTF-8, tabs and line ends)."""
+    text = sample.decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\r\n\f\v\x1b"))
+    return odd <= len(text) // 50
+
+
 def _unzstd(u: Unpacked) -> Iterator[bytes]:
     try:
         import zstandard
-    except ImportError:
-        raise InputError(
-            f"{u.path}: reading zstd data needs the zstandard package (pip install zstandard)"
-        ) from None
+    except ImportError:  # Python 3.14's own module (the `zstandard` wheel is a dependency before it)
+        yield from _stdlib_zstd(u)
+        return
 
     class _Counted:
         def read(self, n: int = -1, /) -> bytes:
@@ -191,13 +292,136 @@ def _unzstd(u: Unpacked) -> Iterator[bytes]:
         yield out
 
 
+class _Decoder(Protocol):
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
+    @property
+    def needs_input(self) -> bool: ...
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
+
+
+def _stdlib(make: Callable[[], _Decoder], name: str) -> Callable[[Unpacked], Iterator[bytes]]:
+    """Streams of `lzma` / `bz2` decompressors: concatenated streams read on, as `xz` and `bzip2 -d` do."""
+
+    def run(u: Unpacked) -> Iterator[bytes]:
+        d, data = make(), b""
+        while True:
+            if d.eof:
+                data = d.unused_data or u.raw_read()
+                if not data.strip(b"\0"):  # the end, or zero padding after the last stream
+                    return
+                d = make()
+            elif d.needs_input:
+                data = u.raw_read()
+                if not data:
+                    raise EOFError(f"compressed data ends early (truncated {name})")
+            else:
+                data = b""
+            try:
+                out = d.decompress(data, PIECE)
+            except (lzma.LZMAError, OSError, ValueError) as e:
+                raise EOFError(f"damaged {name} data ({e})") from None
+            if out:
+                yield out
+
+    return run
+
+
+class _Zlib:
+    """zlib's decompressor with the `needs_input` / `unused_data` of the others."""
+
+    def __init__(self) -> None:
+        self.z = zlib.decompressobj()
+        self.needs_input = True
+
+    @property
+    def eof(self) -> bool:
+        return self.z.eof
+
+    @property
+    def unused_data(self) -> bytes:
+        return self.z.unused_data
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        try:
+            out = self.z.decompress(self.z.unconsumed_tail + data, max(0, max_length))
+        except zlib.error as e:
+            raise ValueError(str(e)) from None
+        self.needs_input = not self.z.unconsumed_tail and len(out) < max_length
+        return out
+
+
+def _stdlib_zstd(u: Unpacked) -> Iterator[bytes]:
+    try:
+        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise InputError(
+            f"{u.path}: reading zstd data needs the zstandard package (pip install zstandard)"
+        ) from None
+    yield from _stdlib(lambda: zstd.ZstdDecompressor(), "zstd")(u)
+
+
+_CODECS: dict[str, Callable[[Unpacked], Iterator[bytes]]] = {
+    "gzip": _gunzip,
+    "zstd": _unzstd,
+    "xz": _stdlib(lambda: lzma.LZMADecompressor(), "xz"),
+    "bz2": _stdlib(lambda: bz2.BZ2Decompressor(), "bzip2"),
+    "zlib": _stdlib(_Zlib, "zlib"),
+}
+
+
+_DAMAGE = (LimitError, EOFError, OSError, zlib.error, InputError)
+
+
+def open_stream(raw: Readable, path: str, tuning: Tuning = DEFAULT, *, closes: bool = True) -> Readable:
+    """`raw` as the bytes it holds: decompressed (again, for gzip inside gzip) while its first bytes say
+    so, up to `NESTING` times; a stream with its first bytes put back otherwise. A decompressed stream is
+    an `Unpacked` whose `notes` gather every layer's."""
+    stream: Readable = raw
+    notes: list[str] | None = None
+    for _ in range(NESTING):
+        try:
+            head = _peek(stream)
+        except _DAMAGE as e:  # damaged before its first bytes: raised again at the first read
+            assert isinstance(stream, Unpacked)
+            stream.fail(e)
+            return stream
+        kind = compression(head)
+        if kind is None:
+            return _as_text(stream, head, closes)
+        u = Unpacked(Prefixed(head, stream, closes=closes), kind, path, tuning)
+        u.notes = notes if notes is not None else u.notes
+        notes, stream = u.notes, u
+    return stream
+
+
+def _as_text(stream: Readable, head: bytes, closes: bool) -> Readable:
+    """The stream with `head` put back, re-encoded as UTF-8 when it is UTF-16/32 (`decoding`)."""
+    from ncclscope.parse.decoding import Recoded, text_encoding
+
+    if isinstance(stream, Unpacked):
+        stream.unread(head)
+    else:
+        stream = Prefixed(head, stream, closes=closes)
+    encoding = text_encoding(head)
+    return stream if encoding is None else Recoded(stream, encoding)
+
+
+def _peek(stream: Readable) -> bytes:
+    head = b""
+    while len(head) < HEAD and (more := stream.read(HEAD - len(head))):
+        head += more
+    return head
+
+
 def read_all(path: str, raw: BinaryIO, tuning: Tuning = DEFAULT) -> tuple[bytes, list[str]]:
     """The whole content of a (possibly compressed) file, within the caps; (bytes, notes)."""
-    head = raw.read(4)
-    kind = compression(head)
-    if kind is None:
-        return head + raw.read(), []
-    u = Unpacked(Prefixed(head, raw), kind, path, tuning)
+    u = open_stream(raw, path, tuning)
+    if not isinstance(u, Unpacked):
+        return u.read(), []
     data = u.read()
     u.read(1)  # raises what stopped it early (damage, a cap), if anything did
     return data, u.notes
