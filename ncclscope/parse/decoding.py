@@ -104,3 +104,40 @@ def clean(block: bytes, partial: bool = False) -> bytes:
     if b"\r" in head and head.count(b"\r") != head.count(b"\r\n") and not _CONTROL.search(head):
         head = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return head + tail
+
+
+def ends_mid_line(path: str) -> bool:
+    """True when a log's last character is not a line end (its writer was killed mid-line); False when it
+    is, or cannot be told without decompressing it. UTF-16/32 files and archive members are read as text."""
+    import os
+
+    from ncclscope.parse.archive import locate
+    from ncclscope.parse.unpack import HEAD, compression, spliced
+
+    real = locate(path)
+    if not os.path.isfile(real):  # (a FIFO read once as a stream must not be opened again: it would block)
+        return False
+    try:
+        with open(real, "rb") as fh:
+            head = fh.read(HEAD)
+            if not head or compression(head) is not None or spliced(real, fh) is not None:
+                return False
+            codec = _codec(head)
+            width = utf_width(head)
+            if fh.seek(0, 2) < width:
+                return False
+            fh.seek(-width, 2)
+            last = fh.read(width)
+    except OSError:
+        return False
+    return last.decode(codec, "replace") not in ("\n", "\r")
+
+
+def _codec(head: bytes) -> str:
+    """A codec that decodes one code unit of the text `head` starts (a BOM's byte order made explicit)."""
+    encoding = text_encoding(head)
+    if encoding is None or encoding == "utf-8-sig":
+        return "latin-1"
+    if encoding in ("utf-16", "utf-32"):
+        return f"{encoding}-{'le' if head[:2] == codecs.BOM_UTF16_LE else 'be'}"
+    return encoding

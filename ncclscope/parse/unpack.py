@@ -410,6 +410,71 @@ def _as_text(stream: Readable, head: bytes, closes: bool) -> Readable:
     return stream if encoding is None else Recoded(stream, encoding)
 
 
+SPLICE_MAX = 64 << 20  # plain files up to this size are searched for a gzip member appended to the text
+_MEMBER = GZIP_MAGIC + b"\x08"  # gzip's magic and its one method, deflate
+
+
+class Spliced:
+    """A text file with gzip data appended (`cat rank0.log rank1.log.gz`, a rotation that appended a
+    compressed part): the text, then what the gzip member(s) hold, within the caps."""
+
+    def __init__(self, raw: Readable, path: str, tuning: Tuning = DEFAULT) -> None:
+        self.raw, self.path, self.tuning = raw, path, tuning
+        self.buf, self.text = b"", 0
+        self.inner: Unpacked | None = None
+        self.plain = False
+        self.notes: list[str] = []
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        """A cut of the file (`pieces._Span`) reads its bytes as they are, gzip data or not."""
+        self.buf, self.inner, self.plain = b"", None, True
+        return int(self.raw.seek(pos, whence))  # type: ignore[attr-defined]
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self.plain:
+            return self.raw.read(n)
+        if self.inner is not None:
+            return self.inner.read(n)
+        data = self.buf + self.raw.read(_IN if n < 0 else max(n, _IN))
+        at = data.find(_MEMBER)
+        if at < 0:  # keep a possible magic's first bytes for the next read
+            keep = 2 if data.endswith(_MEMBER[:2]) else 1 if data.endswith(_MEMBER[:1]) else 0
+            out, self.buf = data[: len(data) - keep], data[len(data) - keep :]
+            if not out and self.buf:  # (the end of the input)
+                out, self.buf = self.buf, b""
+            self.text += len(out)
+            return out
+        self.inner = Unpacked(Prefixed(data[at:], self.raw), "gzip", self.path, self.tuning)
+        self.inner.notes = self.notes
+        self.notes.append(f"{self.path}: gzip data after {self.text + at} bytes of text, read decompressed")
+        self.buf = b""
+        return data[:at] if at else self.inner.read(n)
+
+    def close(self) -> None:
+        close = getattr(self.raw, "close", None)
+        if close is not None:
+            close()
+
+
+def spliced(path: str, raw: BinaryIO, tuning: Tuning = DEFAULT) -> Spliced | None:
+    """A `Spliced` view of a plain file that holds a gzip member after its text (None if it does not, or
+    is too big to search: `SPLICE_MAX`)."""
+    import mmap
+    import os
+
+    try:
+        size = os.fstat(raw.fileno()).st_size
+        if not 0 < size <= SPLICE_MAX:
+            return None
+        with mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            if mm.find(_MEMBER) < 0:
+                return None
+    except (OSError, ValueError):
+        return None
+    raw.seek(0)
+    return Spliced(raw, path, tuning)
+
+
 def _peek(stream: Readable) -> bytes:
     head = b""
     while len(head) < HEAD and (more := stream.read(HEAD - len(head))):

@@ -23,7 +23,15 @@ from ncclscope.errors import InputError, LimitError
 from ncclscope.parse.archive import open_input
 from ncclscope.parse.decoding import clean, text_encoding
 from ncclscope.parse.inputs import STDIN
-from ncclscope.parse.unpack import HEAD, SNIFFED_BY_POLARS, Prefixed, Unpacked, compression, open_stream
+from ncclscope.parse.unpack import (
+    HEAD,
+    SNIFFED_BY_POLARS,
+    Prefixed,
+    Unpacked,
+    compression,
+    open_stream,
+    spliced,
+)
 from ncclscope.tuning import DEFAULT, Tuning
 
 BLOCK = DEFAULT.read_block_bytes  # bytes per read (one Polars chunk of lines)
@@ -56,7 +64,7 @@ def _open(path: str, tuning: Tuning = DEFAULT) -> BinaryIO:
     if path == STDIN or not raw.seekable():
         return Prefixed(head, raw, closes=path != STDIN)  # type: ignore[return-value]
     raw.seek(0)
-    return raw
+    return spliced(path, raw, tuning) or raw  # type: ignore[return-value]
 
 
 def _blocks(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK) -> Iterator[bytes]:
