@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -44,9 +45,25 @@ def open_input(path: str) -> BinaryIO:
     return open(locate(path), "rb")
 
 
+def shown_name(path: str) -> str:
+    """A path as text a column can hold: bytes of a file name that are not UTF-8 written as `\\xNN`
+    (`caf\\xe9.log`); `locate` finds the file again from it."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _unescaped(path: str) -> str:
+    raw = re.sub(rb"\\x([0-9a-fA-F]{2})", lambda m: bytes([int(m[1], 16)]), os.fsencode(path))
+    return os.fsdecode(raw)
+
+
 def locate(path: str) -> str:
-    """The file on disk that holds `path`: itself, or an archive member unpacked by `expand`."""
-    if SEP not in path or os.path.exists(path):
+    """The file on disk that holds `path`: itself, the file `shown_name` wrote it for, or an archive
+    member unpacked by `expand`."""
+    if os.path.lexists(path):
+        return path
+    if "\\x" in path and os.path.lexists(real := _unescaped(path)):
+        return real
+    if SEP not in path:
         return path
     at = path.find(SEP)
     while at >= 0:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ncclscope.errors import InputError
-from ncclscope.parse.archive import archive_kind, expand, open_input
+from ncclscope.parse.archive import archive_kind, expand, locate, open_input, shown_name
 from ncclscope.parse.unpack import open_stream
 from ncclscope.parse.walk import Found, walk
 from ncclscope.tuning import DEFAULT, Tuning
@@ -57,15 +57,15 @@ class Inputs:
 
 def _head(path: str, n: int = _SNIFF) -> bytes:
     """The first `n` bytes of a file (an archive member too), decompressed when its first bytes say so."""
-    try:
-        with open_input(path) as fh:
+    with open_input(path) as fh:  # (OSError: the caller's note)
+        try:
             stream = open_stream(fh, path, closes=False)
             out = b""
             while len(out) < n and (more := stream.read(n - len(out))):
                 out += more
             return out
-    except (OSError, InputError, EOFError, zlib.error):
-        return b""
+        except (OSError, InputError, EOFError, zlib.error):
+            return b""
 
 
 def _is_trace(path: str, head: bytes) -> bool:
@@ -174,7 +174,7 @@ class _Sorted:
         self.notes: list[str] = []
 
     def add(self, path: str, explicit: bool, depth: int = 0) -> None:
-        named = None if path == STDIN or "!" in path and not os.path.lexists(path) else _named(path)
+        named = None if path == STDIN or "!" in path and not os.path.lexists(path) else _named(locate(path))
         if named == "missing":
             self.notes.append(
                 f"{_shown(path)}: cannot be read (a dangling symlink, or no permission); skipped"
@@ -186,7 +186,11 @@ class _Sorted:
         if path == STDIN or named == "stream":  # read once, as it comes: never sniffed first
             self.by_kind["log"].append(path)
             return
-        kind = _kind(path, explicit) if path.isascii() or _utf8(path) else None
+        try:
+            kind = _kind(path, explicit)
+        except OSError as e:
+            self.notes.append(f"{_shown(path)}: cannot be read ({e.strerror or e}); skipped")
+            return
         if kind in ("zip", "tar") and depth < 2:
             members, notes = expand(path, kind, self.tuning)
             self.notes.extend(notes)
@@ -207,12 +211,13 @@ def classify_inputs(paths: list[str], tuning: Tuning = DEFAULT) -> Inputs:
         for path, explicit in _expand(p, out.notes):
             if path not in seen:
                 seen.add(path)
-                out.add(path, explicit)
+                # A name that is not UTF-8 is shown (and cited) with its odd bytes as \xNN; found again by it.
+                out.add(path if path == STDIN or _utf8(path) else shown_name(path), explicit)
     notes = list(out.notes)
     if out.skipped:
         s = out.skipped
         shown = ", ".join(_shown(x) for x in s[:3]) + (", …" if len(s) > 3 else "")
-        what = "are not logs, traces or dumps, or whose names are not UTF-8"
+        what = "are not logs, traces or dumps"
         notes.insert(0, f"skipped {len(s)} file(s) that {what} ({shown})")
     logs, traces, dumps = (tuple(out.by_kind[k]) for k in ("log", "trace", "dump"))
     if not (logs or traces or dumps):
@@ -230,4 +235,4 @@ def _utf8(path: str) -> bool:
 
 
 def _shown(path: str) -> str:
-    return os.path.basename(path).encode("utf-8", "replace").decode("utf-8")
+    return shown_name(os.path.basename(path))
