@@ -105,3 +105,30 @@ def test_unreadable_file_is_a_note(tmp_path: Path) -> None:
     locked.chmod(0)
     inp = classify_inputs([str(tmp_path)])
     assert inp.logs == (str(tmp_path / "a.log"),) and any("b.log: cannot be read" in n for n in inp.notes)
+
+
+@posix_only
+def test_trace_directory_walk_ends(tmp_path: Path) -> None:
+    from ncclscope.parse.traces.read import expand_trace_paths
+
+    traces = REPO / "samples" / "traces" / "hta_sampled_2rank"
+    root = tmp_path / "traces"
+    shutil.copytree(traces, root)
+    (root / "up").symlink_to("..")
+    os.mkfifo(root / "live.json")
+    got = expand_trace_paths([str(root)])
+    assert [Path(p).name for p in got] == sorted(p.name for p in traces.glob("*.json.gz"))
+
+
+def test_trace_and_dump_inside_an_archive_are_read(tmp_path: Path) -> None:
+    import zipfile
+
+    from ncclscope.session import analyze
+
+    trace = REPO / "samples" / "traces" / "single_rank" / "hta_nccl_data_rank0_of2.json.gz"
+    with zipfile.ZipFile(tmp_path / "ticket.zip", "w") as zf:
+        zf.write(SAMPLE, "logs/rank0.log")
+        zf.write(trace, "prof/rank0.pt.trace.json.gz")
+    s = analyze([str(tmp_path / "ticket.zip")])
+    assert s.traces is not None and s.traces.notes is not None
+    assert s.logs.inputs[0].path.endswith("ticket.zip!logs/rank0.log")
