@@ -13,16 +13,13 @@ with a note. The stdlib does the decoding (`zlib`, `lzma`, `bz2`); zstd is `zsta
 
 from __future__ import annotations
 
-import bz2
-import lzma
 import zlib
-from collections.abc import Callable, Iterator
 from typing import BinaryIO, Protocol
 
 from ncclscope.errors import InputError, LimitError
+from ncclscope.parse.inflate import CODECS, GZIP_MAGIC, IN
 from ncclscope.tuning import DEFAULT, Tuning
 
-GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 BZ2_MAGIC = b"BZh"
@@ -31,8 +28,6 @@ _BZ2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # a bzip2 stream's first block, or it
 SNIFFED_BY_POLARS = (GZIP_MAGIC, ZSTD_MAGIC, b"x\x01", b"x^", b"x\x9c", b"x\xda")
 HEAD = 64  # bytes `compression` wants to see (zlib is told from text by decoding them)
 NESTING = 4  # compressed data inside compressed data, unpacked this many times at most
-PIECE = 1 << 20  # decompressed bytes produced per step, at most
-_IN = 1 << 16  # compressed bytes read per step
 
 
 class Readable(Protocol):
@@ -97,9 +92,9 @@ class Unpacked:
         self.notes: list[str] = []
         self._buf = b""
         self._error: BaseException | None = None
-        self._pieces = _CODECS[kind](self)
+        self._pieces = CODECS[kind](self)
 
-    def raw_read(self, n: int = _IN) -> bytes:
+    def raw_read(self, n: int = IN) -> bytes:
         data = self.raw.read(n)
         self.bytes_in += len(data)
         return data
@@ -161,216 +156,6 @@ class Unpacked:
         close = getattr(self.raw, "close", None)
         if close is not None:
             close()
-
-
-def _gunzip(u: Unpacked) -> Iterator[bytes]:
-    """Every gzip member in turn; after the last, text is read as text and other bytes noted and ignored."""
-    z = zlib.decompressobj(wbits=31)
-    members, data, full = 1, b"", False
-    while True:
-        if z.eof:  # between members: another one, or the bytes after the last
-            while len(data) < 2 and (more := u.raw_read()):
-                data += more
-            if not data:
-                break
-            if data[:2] != GZIP_MAGIC:
-                yield from _after_last(u, data, members)
-                break
-            z, members = zlib.decompressobj(wbits=31), members + 1
-        elif not data and not full:  # (a full piece may leave output pending inside zlib: drain it first)
-            data = u.raw_read()
-            if not data:
-                raise EOFError("compressed data ends early (truncated gzip)")
-        before = z.copy()  # (a bad trailer loses the output of the call that reads it: done again from here)
-        try:
-            out = z.decompress(data, PIECE)
-        except zlib.error as e:
-            out, data = _salvage(before, data, e)
-            if "check" not in str(
-                e
-            ):  # damage inside the data, not its trailer: what it decoded, then the end
-                yield out
-                raise
-            u.notes.append(
-                f"{u.path}: gzip member {members} has a wrong {_trailer(e)} trailer ({e}); "
-                "kept the data it decoded"
-            )
-            z, full = zlib.decompressobj(wbits=31), False
-            z.decompress(gzip_empty())  # (eof: the next turn looks for another member)
-            if out:
-                yield out
-            continue
-        full = len(out) >= PIECE
-        data = z.unused_data if z.eof else z.unconsumed_tail
-        if out:
-            yield out
-    if members > 1:
-        u.notes.append(f"{u.path}: {members} concatenated gzip members, read one after the other")
-
-
-def gzip_empty() -> bytes:
-    """An empty gzip member (fed to a fresh decompressor to put it at a member's end)."""
-    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-
-
-def _trailer(e: zlib.error) -> str:
-    return "size" if "length" in str(e) else "CRC"
-
-
-def _salvage(before: zlib._Decompress, data: bytes, e: zlib.error) -> tuple[bytes, bytes]:
-    """(what the member decoded, the bytes after it) when its trailer is wrong: the longest start of
-    `data` that decodes without the error gives the output; the trailer's end follows it."""
-    lo, hi = 0, len(data)  # data[:lo] decodes cleanly, data[:hi] raises
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        try:
-            before.copy().decompress(data[:mid], PIECE)
-            lo = mid
-        except zlib.error:
-            hi = mid
-    out = before.decompress(data[:lo], PIECE)
-    # `hi` bytes complete the check that failed: the CRC (4 more bytes of size follow) or the size.
-    end = hi if _trailer(e) == "size" else hi + 4
-    return out, data[end:]
-
-
-def _after_last(u: Unpacked, data: bytes, members: int) -> Iterator[bytes]:
-    """The bytes after the last gzip member: a log appended in plain text is read on, anything else noted."""
-    while len(data) < 4096 and (more := u.raw_read()):
-        data += more
-    sample = data[:4096]
-    if sample.strip(b"\0") and b"\0" not in sample and _texty(sample):
-        u.notes.append(f"{u.path}: plain text after the last of {members} gzip member(s), read as text")
-        yield data
-        while more := u.raw_read():
-            yield more
-        return
-    _note_trailing(u, data, members)
-
-
-def _note_trailing(u: Unpacked, data: bytes, members: int) -> None:
-    junk = len(data)
-    zeros = not data.strip(b"\0")
-    while (more := u.raw_read(1 << 20)) and junk < (64 << 20):  # count a little further, never all of it
-        junk += len(more)
-        zeros = zeros and not more.strip(b"\0")
-    what = "zero padding" if zeros else "data that is not gzip"
-    u.notes.append(
-        f"{u.path}: {'at least ' if more else ''}{junk} bytes of {what} after the last of {members} "
-        "gzip member(s), ignored; everything before them was read"
-    )
-
-
-def _texty(sample: bytes) -> bool:
-    """Mostly printable: text, not binary junk (a decoded sample of UTF-8, tabs and line ends)."""
-    text = sample.decode("utf-8", "replace")
-    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\r\n\f\v\x1b"))
-    return odd <= len(text) // 50
-
-
-def _unzstd(u: Unpacked) -> Iterator[bytes]:
-    try:
-        import zstandard
-    except ImportError:  # Python 3.14's own module (the `zstandard` wheel is a dependency before it)
-        yield from _stdlib_zstd(u)
-        return
-
-    class _Counted:
-        def read(self, n: int = -1, /) -> bytes:
-            return u.raw_read(n if n > 0 else _IN)
-
-    # A frame may ask for a window of up to 2 GiB (--long=31): refused above 128 MiB, zstd's own default.
-    dctx = zstandard.ZstdDecompressor(max_window_size=1 << 27)
-    reader = dctx.stream_reader(_Counted(), read_size=_IN, read_across_frames=True)  # type: ignore[arg-type]
-    while True:
-        try:
-            out = reader.read(PIECE)
-        except zstandard.ZstdError as e:
-            raise EOFError(f"damaged or truncated zstd data ({e})") from None
-        if not out:
-            return
-        yield out
-
-
-class _Decoder(Protocol):
-    @property
-    def eof(self) -> bool: ...
-    @property
-    def unused_data(self) -> bytes: ...
-    @property
-    def needs_input(self) -> bool: ...
-
-    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
-
-
-def _stdlib(make: Callable[[], _Decoder], name: str) -> Callable[[Unpacked], Iterator[bytes]]:
-    """Streams of `lzma` / `bz2` decompressors: concatenated streams read on, as `xz` and `bzip2 -d` do."""
-
-    def run(u: Unpacked) -> Iterator[bytes]:
-        d, data = make(), b""
-        while True:
-            if d.eof:
-                data = d.unused_data or u.raw_read()
-                if not data.strip(b"\0"):  # the end, or zero padding after the last stream
-                    return
-                d = make()
-            elif d.needs_input:
-                data = u.raw_read()
-                if not data:
-                    raise EOFError(f"compressed data ends early (truncated {name})")
-            else:
-                data = b""
-            try:
-                out = d.decompress(data, PIECE)
-            except (lzma.LZMAError, OSError, ValueError) as e:
-                raise EOFError(f"damaged {name} data ({e})") from None
-            if out:
-                yield out
-
-    return run
-
-
-class _Zlib:
-    """zlib's decompressor with the `needs_input` / `unused_data` of the others."""
-
-    def __init__(self) -> None:
-        self.z = zlib.decompressobj()
-        self.needs_input = True
-
-    @property
-    def eof(self) -> bool:
-        return self.z.eof
-
-    @property
-    def unused_data(self) -> bytes:
-        return self.z.unused_data
-
-    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
-        try:
-            out = self.z.decompress(self.z.unconsumed_tail + data, max(0, max_length))
-        except zlib.error as e:
-            raise ValueError(str(e)) from None
-        self.needs_input = not self.z.unconsumed_tail and len(out) < max_length
-        return out
-
-
-def _stdlib_zstd(u: Unpacked) -> Iterator[bytes]:
-    try:
-        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise InputError(
-            f"{u.path}: reading zstd data needs the zstandard package (pip install zstandard)"
-        ) from None
-    yield from _stdlib(lambda: zstd.ZstdDecompressor(), "zstd")(u)
-
-
-_CODECS: dict[str, Callable[[Unpacked], Iterator[bytes]]] = {
-    "gzip": _gunzip,
-    "zstd": _unzstd,
-    "xz": _stdlib(lambda: lzma.LZMADecompressor(), "xz"),
-    "bz2": _stdlib(lambda: bz2.BZ2Decompressor(), "bzip2"),
-    "zlib": _stdlib(_Zlib, "zlib"),
-}
 
 
 _DAMAGE = (LimitError, EOFError, OSError, zlib.error, InputError)
@@ -435,7 +220,7 @@ class Spliced:
             return self.raw.read(n)
         if self.inner is not None:
             return self.inner.read(n)
-        data = self.buf + self.raw.read(_IN if n < 0 else max(n, _IN))
+        data = self.buf + self.raw.read(IN if n < 0 else max(n, IN))
         at = data.find(_MEMBER)
         if at < 0:  # keep a possible magic's first bytes for the next read
             keep = 2 if data.endswith(_MEMBER[:2]) else 1 if data.endswith(_MEMBER[:1]) else 0

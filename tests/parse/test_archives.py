@@ -170,3 +170,22 @@ def test_compressed_file_reads_as_the_plain_one(name: str, tmp_path: Path) -> No
     assert classify_inputs([str(tmp_path)]).logs == tuple(
         sorted(str(tmp_path / n) for n in (name, "plain.log"))
     )
+
+
+@pytest.mark.parametrize("name", ["r.log.xz", "bz2-named.log", "zlib-named.log", "gzip-in-gzip.log"])
+def test_compressed_file_bigger_than_a_piece_is_never_cut(name: str, tmp_path: Path) -> None:
+    (tmp_path / "plain.log").write_bytes(PLAIN * 50)
+    (tmp_path / name).write_bytes(COMPRESSED[name](PLAIN * 50))
+    small = Tuning(piece_bytes=512)  # every input is bigger than a piece
+    want = read_logs([str(tmp_path / "plain.log")], tuning=small)
+    got = read_logs([str(tmp_path / name)], tuning=small)
+    assert got.inputs[0].lines == want.inputs[0].lines and got.network.height == want.network.height
+
+
+def test_utf16_file_bigger_than_a_piece_is_never_cut(tmp_path: Path) -> None:
+    (tmp_path / "plain.log").write_bytes(PLAIN * 50)
+    (tmp_path / "w.log").write_bytes((PLAIN * 50).decode().encode("utf-16"))
+    small = Tuning(piece_bytes=512)
+    want = read_logs([str(tmp_path / "plain.log")], tuning=small)
+    got = read_logs([str(tmp_path / "w.log")], tuning=small)
+    assert got.inputs[0].lines == want.inputs[0].lines and got.network.height == want.network.height
