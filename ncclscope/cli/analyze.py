@@ -27,7 +27,7 @@ def analyze(
     paths: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Log files, globs, directories, .gz/.zst files, '-' for stdin; traces and dumps too.",
+            help="Log files, globs, directories, archives (.tar*, .zip), compressed files, '-' for stdin; traces and dumps too.",
             show_default=False,
         ),
     ] = None,
