@@ -78,12 +78,16 @@ def locate(path: str) -> str:
 
 def expand(path: str, kind: str, tuning: Tuning = DEFAULT) -> tuple[list[str], list[str]]:
     """(members as `path!member` names, notes): unpacked once, reused while the archive is unchanged."""
-    folder = _folder(path)
-    index = folder / _INDEX
-    saved = _saved(index)
-    if saved is None or saved.get("caps") != _caps(tuning):  # (unpacked under other caps: again)
-        _unpack(path, kind, folder, tuning)
+    real = locate(path)  # (an archive inside an archive: the member unpacked from the outer one)
+    try:
+        folder = _folder(real)
+        index = folder / _INDEX
         saved = _saved(index)
+        if saved is None or saved.get("caps") != _caps(tuning):  # (unpacked under other caps: again)
+            _unpack(path, real, kind, folder, tuning)
+            saved = _saved(index)
+    except OSError as e:
+        return [], [f"{path}: archive not read ({e.strerror or e})"]
     try:
         names, notes = list(saved["members"]), list(saved["notes"])  # type: ignore[index, arg-type]
     except (KeyError, TypeError) as e:
@@ -110,14 +114,14 @@ def _folder(archive: str) -> Path:
     return Path(tempfile.gettempdir()) / f"ncclscope-{os.getuid()}" / "archives" / key
 
 
-def _unpack(path: str, kind: str, folder: Path, tuning: Tuning) -> None:
+def _unpack(path: str, real: str, kind: str, folder: Path, tuning: Tuning) -> None:
     work = folder.with_name(f"{folder.name}.{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     (work / "m").mkdir(parents=True, mode=0o700)
     budget = _Budget(path, tuning)
     names: list[str] = []
     try:
-        members = _zip_members(path) if kind == "zip" else _tar_members(path, tuning, budget)
+        members = _zip_members(real) if kind == "zip" else _tar_members(real, path, tuning, budget)
         for name, src, packed in members:
             if len(names) >= MAX_MEMBERS:
                 budget.notes.append(f"{path}: more than {MAX_MEMBERS} members; the rest were not read")
@@ -202,9 +206,11 @@ def _zip_members(path: str) -> Iterator[tuple[str, IO[bytes], int | None]]:
                 yield name, zf.open(info), info.compress_size
 
 
-def _tar_members(path: str, tuning: Tuning, budget: _Budget) -> Iterator[tuple[str, IO[bytes], int | None]]:
+def _tar_members(
+    real: str, path: str, tuning: Tuning, budget: _Budget
+) -> Iterator[tuple[str, IO[bytes], int | None]]:
     """Streamed in order (`r|`): a compressed tar is decompressed once, through the caps of `unpack`."""
-    with open(path, "rb") as raw:
+    with open(real, "rb") as raw:
         stream = open_stream(raw, path, tuning)
         try:
             with tarfile.open(fileobj=stream, mode="r|") as tf:  # type: ignore[call-overload]

@@ -189,3 +189,13 @@ def test_utf16_file_bigger_than_a_piece_is_never_cut(tmp_path: Path) -> None:
     want = read_logs([str(tmp_path / "plain.log")], tuning=small)
     got = read_logs([str(tmp_path / "w.log")], tuning=small)
     assert got.inputs[0].lines == want.inputs[0].lines and got.network.height == want.network.height
+
+
+def test_archive_inside_an_archive(logdir: Path, tmp_path: Path) -> None:
+    inner = _zip(logdir, tmp_path / "node_logs.zip")
+    with tarfile.open(tmp_path / "ticket.tar.gz", "w:gz") as tf:
+        tf.add(inner, arcname="attachments/node_logs.zip")
+    logs = classify_inputs([str(tmp_path / "ticket.tar.gz")]).logs
+    assert [p.split("!", 1)[1] for p in logs] == [f"attachments/node_logs.zip!{n}" for n in sorted(LAYOUT)]
+    lf = read_logs(list(logs))
+    assert [i.lines for i in lf.inputs] == [(logdir / n).read_bytes().count(b"\n") for n in sorted(LAYOUT)]
