@@ -61,6 +61,7 @@ def _gunzip(u: Source) -> Iterator[bytes]:
             u.notes.append(
                 f"{u.path}: gzip member {members} has a wrong {_trailer(e)} trailer ({e}); "
                 "kept the data it decoded"
+                + ("" if _trailer(e) == "size" else ", some of which may be damaged")
             )
             z, full = zlib.decompressobj(wbits=31), False
             z.decompress(gzip_empty())  # (eof: the next turn looks for another member)

@@ -35,6 +35,13 @@ def _hole(text: bytes) -> bytes:
     return b"\n".join(ls) + b"\n"
 
 
+def _hole_mid_line(text: bytes) -> bytes:
+    """The second line cut short by the crash, a page of NULs, then the third line written after it."""
+    ls = _lines(text)
+    ls[1:3] = [ls[1] + b"\0" * 4096 + ls[2]]
+    return b"\n".join(ls) + b"\n"
+
+
 def _tqdm(text: bytes) -> bytes:
     """A progress bar redrawn with CR before the 2nd line and after the 4th (`bar\\rline`, `line\\rbar`)."""
     ls = _lines(text)
@@ -67,6 +74,7 @@ VARIANTS: dict[str, tuple[Callable[[bytes], bytes], str | None]] = {
     "tqdm-cr": (_tqdm, None),
     "latin1-byte": (_latin1, "1 line(s) held bytes that are not UTF-8"),
     "nul-hole": (_hole, None),
+    "nul-hole-mid-line": (_hole_mid_line, None),
     "nul-first-8k": (lambda t: b"\0" * 9000 + t, None),
     "gzip-bad-crc": (lambda t: _bad_trailer(t, slice(-8, -4)), "wrong CRC trailer"),
     "gzip-bad-size": (lambda t: _bad_trailer(t, slice(-4, None)), "wrong size trailer"),
