@@ -40,6 +40,12 @@ _SKIP_SUFFIXES = {
     ".svg",
     ".so",
     ".whl",
+    ".jar",
+    ".docx",
+    ".xlsx",
+    ".pptx",
+    ".odt",
+    ".pdf",
     ".cfg",
     ".ini",
     ".sh",
@@ -102,11 +108,11 @@ def _kind(path: str, explicit: bool) -> str | None:
         name = name.removesuffix(ext)
     suffix = Path(name).suffix.lower()
     head = _head(path)
-    archive = archive_kind(head)
-    if archive is not None:
-        return archive
     if _is_pickle(head):
         return "dump"
+    archive = archive_kind(head)
+    if archive is not None:  # (a walk leaves wheels, jars and office files alone: zips, not logs)
+        return archive if explicit or suffix not in _SKIP_SUFFIXES else None
     if suffix == ".json":
         if _is_flight_json(head):
             return "dump"

@@ -199,3 +199,13 @@ def test_archive_inside_an_archive(logdir: Path, tmp_path: Path) -> None:
     assert [p.split("!", 1)[1] for p in logs] == [f"attachments/node_logs.zip!{n}" for n in sorted(LAYOUT)]
     lf = read_logs(list(logs))
     assert [i.lines for i in lf.inputs] == [(logdir / n).read_bytes().count(b"\n") for n in sorted(LAYOUT)]
+
+
+def test_a_walk_leaves_wheels_and_office_files_alone(logdir: Path, tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    _zip(logdir, tmp_path / "d" / "tool-1.0-py3-none-any.whl")
+    _zip(logdir, tmp_path / "d" / "notes.docx")
+    _zip(logdir, tmp_path / "d" / "logs.zip")
+    logs = classify_inputs([str(tmp_path / "d")]).logs
+    assert {p.split("!")[0].rsplit("/", 1)[1] for p in logs} == {"logs.zip"}
+    assert classify_inputs([str(tmp_path / "d" / "notes.docx")]).logs  # named: read by its bytes
