@@ -10,14 +10,8 @@ of `Tuning` apply to each member and to the archive in total; links, devices and
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import shutil
-import tarfile
-import tempfile
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO
@@ -78,6 +72,7 @@ def locate(path: str) -> str:
 
 def expand(path: str, kind: str, tuning: Tuning = DEFAULT) -> tuple[list[str], list[str]]:
     """(members as `path!member` names, notes): unpacked once, reused while the archive is unchanged."""
+
     real = locate(path)  # (an archive inside an archive: the member unpacked from the outer one)
     try:
         folder = _folder(real)
@@ -96,6 +91,8 @@ def expand(path: str, kind: str, tuning: Tuning = DEFAULT) -> tuple[list[str], l
 
 
 def _saved(index: Path) -> dict[str, object] | None:
+    import json
+
     try:
         saved = json.loads(index.read_text(encoding="utf-8", errors="surrogateescape"))
     except (OSError, ValueError):
@@ -108,6 +105,9 @@ def _caps(t: Tuning) -> list[int]:
 
 
 def _folder(archive: str) -> Path:
+    import hashlib
+    import tempfile
+
     st = os.stat(archive)
     ident = f"{os.path.realpath(archive)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}"
     key = hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]
@@ -115,6 +115,11 @@ def _folder(archive: str) -> Path:
 
 
 def _unpack(path: str, real: str, kind: str, folder: Path, tuning: Tuning) -> None:
+    import json
+    import shutil
+    import tarfile
+    import zipfile
+
     work = folder.with_name(f"{folder.name}.{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     (work / "m").mkdir(parents=True, mode=0o700)
@@ -171,6 +176,9 @@ class _Budget:
 
 def _write(dest: Path, src: IO[bytes], packed: int | None, budget: _Budget, name: str) -> bool:
     """Copy one member within the caps; False if it could not be written at all."""
+    import tarfile
+    import zipfile
+
     try:
         dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with src, open(dest, "xb") as out:
@@ -199,6 +207,8 @@ def _safe(name: str) -> str | None:
 
 
 def _zip_members(path: str) -> Iterator[tuple[str, IO[bytes], int | None]]:
+    import zipfile
+
     with zipfile.ZipFile(path) as zf:
         for info in zf.infolist():
             name = _safe(info.filename)
@@ -210,6 +220,8 @@ def _tar_members(
     real: str, path: str, tuning: Tuning, budget: _Budget
 ) -> Iterator[tuple[str, IO[bytes], int | None]]:
     """Streamed in order (`r|`): a compressed tar is decompressed once, through the caps of `unpack`."""
+    import tarfile
+
     with open(real, "rb") as raw:
         stream = open_stream(raw, path, tuning)
         try:
