@@ -37,15 +37,20 @@ class Found:
         self.counts[kind] += 1
         shown = self.names.setdefault(kind, [])
         if len(shown) < 3:
-            shown.append(name.encode("utf-8", "backslashreplace").decode("utf-8"))
+            shown.append(_shown(name))
 
     def notes(self, root: str) -> list[str]:
         out = []
         for kind, why in _WHY.items():
             if n := self.counts[kind]:
                 more = ", …" if n > len(self.names[kind]) else ""
-                out.append(f"skipped {n} {why} in {root} ({', '.join(self.names[kind])}{more})")
+                out.append(f"skipped {n} {why} in {_shown(root)} ({', '.join(self.names[kind])}{more})")
         return out
+
+
+def _shown(path: str) -> str:
+    """A path as text (bytes of a name that are not UTF-8 as `\\xNN`, as `archive.shown_name` writes them)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def walk(root: str, found: Found) -> Iterator[str]:
