@@ -69,7 +69,7 @@ def analyze(
     """Read every input (logs, traces, Flight Recorder dumps), line ranks up and run all rules.
 
     `tuning` holds the readers' knobs and the caps on what a hostile input may cost."""
-    inputs = parse.classify_inputs(list(paths) + list(trace_paths))
+    inputs = parse.classify_inputs(list(paths) + list(trace_paths), tuning)
     # No logs: skip the log reader and rank identification (and their imports); they would return
     # exactly these empty frames.
     logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()

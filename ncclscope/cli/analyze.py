@@ -10,6 +10,7 @@ import typer
 from ncclscope.cli import app
 from ncclscope.cli.console import progress_printer, stdout_console, warn
 from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
+from ncclscope.cli.unusable import says_something, what_was_read
 from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError, StrictModeError
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def analyze(
     paths: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Log files, globs, directories, .gz/.zst files, '-' for stdin; traces and dumps too.",
+            help="Log files, globs, directories, archives (.tar*, .zip), compressed files, '-' for stdin; traces and dumps too.",
             show_default=False,
         ),
     ] = None,
@@ -58,6 +59,9 @@ def analyze(
     if not _read_anything(s):  # every input was skipped (a cap, damage): say why, as unusable input
         warn(s.notes)
         raise InputError("nothing to analyze: no input could be read (see the warnings above)")
+    if not says_something(s):  # read, but not one line ncclscope knows: unusable input, not "no problems"
+        warn(s.notes)
+        raise InputError(what_was_read(s))
     doc = document_for(s)  # one document, whichever renderer lays it out
     if fmt is Format.json:
         typer.echo(json_report.render_doc(doc), nl=False)

@@ -11,6 +11,7 @@ import typer
 from ncclscope.cli import app
 from ncclscope.cli.console import progress_printer, stderr_console, warn
 from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
+from ncclscope.cli.unusable import says_something, what_was_read
 from ncclscope.errors import EXIT_OK, InputError
 from ncclscope.report.safe_text import printable
 
@@ -78,6 +79,9 @@ def report(
     s = run(
         paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=knobs
     )
+    if not says_something(s):  # exit 2, and no report that would call the job healthy
+        warn(s.notes)
+        raise InputError(what_was_read(s))
     command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
     if progress:
         progress(f"{s.ranks.height} ranks, {len(s.findings)} findings; rendering the {renderer.name} report")

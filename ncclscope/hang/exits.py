@@ -22,13 +22,12 @@ name, else the number in a `rank<N>` file name.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.frames import LogFrames
 from ncclscope.hang.classify import Ctx, HangVerdict, ev, fmt_ranks
+from ncclscope.parse.decoding import ends_mid_line
 from ncclscope.records import Evidence
 
 # Signals that stop a job from outside (torchrun stopping the survivors, Slurm, Ctrl-C): never a culprit.
@@ -345,12 +344,4 @@ def _crash_lines(logs: LogFrames, per: pl.DataFrame) -> pl.DataFrame:
 
 def _ends_mid_line(path: str) -> bool:
     """True when the file's last byte is not a newline: the writer was killed mid-line."""
-    try:
-        p = Path(path)
-        if not p.is_file() or p.suffix == ".gz" or p.stat().st_size == 0:
-            return False
-        with p.open("rb") as fh:
-            fh.seek(-1, 2)
-            return fh.read(1) not in (b"\n", b"\r")
-    except OSError:
-        return False
+    return ends_mid_line(path)  # (compressed, UTF-16/32 and archive members too: `parse.decoding`)

@@ -1,9 +1,13 @@
-"""Parse stage, input discovery: expand globs and directories, sort paths into logs, traces and dumps.
+"""Parse stage, input discovery: expand globs, directories and archives, sort paths into logs, traces and dumps.
 
-Directories are walked recursively; gzip and zstd files are sniffed decompressed. Profiler traces
-(`.json`, `.json.gz` holding `traceEvents`) go to `traces`, Flight Recorder pickles (first byte 0x80)
-to `dumps`, text files to `logs`; anything else is skipped and counted in `notes`. `-` is standard
-input. A missing path is an `InputError`.
+Directories are walked recursively; compressed files (gzip, zstd, xz, bzip2, zlib) are sniffed
+decompressed, and an archive (`.tar*`, `.zip`, told by its bytes) is a directory whose members are
+inputs named `archive!member` (`archive`). Profiler traces (`.json`, `.json.gz` holding `traceEvents`)
+go to `traces`, Flight Recorder pickles (first byte 0x80) to `dumps`, text files to `logs`; anything
+else is skipped and counted in `notes`. A walk never opens a FIFO, socket or device, and never follows
+a symlink (out of the tree, or back into it: `up -> ..`); each is a note, as is a file it cannot read.
+A named FIFO (`<(zcat x.gz)`) is read as a stream; a named device is skipped. `-` is standard input.
+A missing path is an `InputError`.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ from __future__ import annotations
 import glob
 import os
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ncclscope.errors import InputError
+from ncclscope.parse.archive import archive_kind, expand, locate, open_input, shown_name
+from ncclscope.parse.unpack import open_stream
+from ncclscope.parse.walk import Found, walk
+from ncclscope.tuning import DEFAULT, Tuning
 
 STDIN = "-"
 _LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ".stderr", ".nccl", ""}
@@ -33,8 +40,12 @@ _SKIP_SUFFIXES = {
     ".svg",
     ".so",
     ".whl",
-    ".zip",
-    ".tar",
+    ".jar",
+    ".docx",
+    ".xlsx",
+    ".pptx",
+    ".odt",
+    ".pdf",
     ".cfg",
     ".ini",
     ".sh",
@@ -51,21 +62,16 @@ class Inputs:
 
 
 def _head(path: str, n: int = _SNIFF) -> bytes:
-    """The first `n` bytes of a file, decompressed when it is gzip or zstd (by its first bytes)."""
-    from ncclscope.parse.unpack import Prefixed, Unpacked, compression
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-            kind = compression(head)
-            if kind is None:
-                return head + fh.read(n - len(head))
-            try:
-                return Unpacked(Prefixed(head, fh, closes=False), kind, path).read(n)
-            except (InputError, EOFError, zlib.error):
-                return b""
-    except OSError:
-        return b""
+    """The first `n` bytes of a file (an archive member too), decompressed when its first bytes say so."""
+    with open_input(path) as fh:  # (OSError: the caller's note)
+        try:
+            stream = open_stream(fh, path, closes=False)
+            out = b""
+            while len(out) < n and (more := stream.read(n - len(out))):
+                out += more
+            return out
+        except (OSError, InputError, EOFError, zlib.error):
+            return b""
 
 
 def _is_trace(path: str, head: bytes) -> bool:
@@ -82,19 +88,31 @@ def _is_pickle(head: bytes) -> bool:
 
 
 def _is_text(head: bytes) -> bool:
-    if not head:
+    """Text in some encoding: UTF-8 with a few NULs, UTF-16/32 (`decoding`), or NULs then text (a file hole
+    left by a crash: a log's first 8 KB may be nothing else)."""
+    from ncclscope.parse.decoding import utf_width
+
+    if not head or utf_width(head) > 1:
         return True
-    sample = head[:8192]
+    sample = head.lstrip(b"\x00")[:8192]
     return sample.count(b"\x00") == 0 or sample.count(b"\x00") < len(sample) // 100
 
 
+_COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".zz", ".z")
+
+
 def _kind(path: str, explicit: bool) -> str | None:
-    """'log' | 'trace' | 'dump' | None (skip) for one file."""
-    name = path.removesuffix(".gz").removesuffix(".zst")
+    """'log' | 'trace' | 'dump' | 'zip' | 'tar' | None (skip) for one file."""
+    name = path
+    for ext in _COMPRESSED:
+        name = name.removesuffix(ext)
     suffix = Path(name).suffix.lower()
     head = _head(path)
     if _is_pickle(head):
         return "dump"
+    archive = archive_kind(head)
+    if archive is not None:  # (a walk leaves wheels, jars and office files alone: zips, not logs)
+        return archive if explicit or suffix not in _SKIP_SUFFIXES else None
     if suffix == ".json":
         if _is_flight_json(head):
             return "dump"
@@ -112,56 +130,106 @@ def _kind(path: str, explicit: bool) -> str | None:
     return None
 
 
-def _walk(root: str) -> Iterator[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for fn in sorted(filenames):
-            if not fn.startswith("."):
-                yield os.path.join(dirpath, fn)
-
-
-def _expand(p: str) -> list[tuple[str, bool]]:
+def _expand(p: str, notes: list[str]) -> list[tuple[str, bool]]:
     """Files for one argument, each with `explicit` (named by the user rather than found in a walk)."""
     if p == STDIN:
         return [(p, True)]
     if os.path.isdir(p):
-        return [(f, False) for f in _walk(p)]
-    if os.path.exists(p):
+        return _walked(p, notes)
+    if os.path.lexists(p):
         return [(p, True)]
     matches = sorted(glob.glob(p, recursive=True))
     if not matches:
         raise InputError(f"no such file or directory: {p}")
     out: list[tuple[str, bool]] = []
     for m in matches:
-        out += [(f, False) for f in _walk(m)] if os.path.isdir(m) else [(m, True)]
+        out += _walked(m, notes) if os.path.isdir(m) else [(m, True)]
     return out
 
 
-def classify_inputs(paths: list[str]) -> Inputs:
-    """Sort every path (file, glob, directory, `-`) into logs, traces and dumps; raise on a missing path."""
-    logs: list[str] = []
-    traces: list[str] = []
-    dumps: list[str] = []
-    skipped: list[str] = []
+def _walked(root: str, notes: list[str]) -> list[tuple[str, bool]]:
+    found = Found()
+    files = [(f, False) for f in walk(root, found)]
+    notes.extend(found.notes(root))
+    return files
+
+
+def _named(path: str) -> str | None:
+    """What a path the user named is, before any byte is read: 'stream' (a FIFO, a socket), 'device',
+    'missing' (a dangling symlink) or None (a file to sniff)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "missing"
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return "stream"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None
+
+
+class _Sorted:
+    """The inputs found so far, by kind, with what was skipped."""
+
+    def __init__(self, tuning: Tuning) -> None:
+        self.tuning = tuning
+        self.by_kind: dict[str, list[str]] = {"log": [], "trace": [], "dump": []}
+        self.skipped: list[str] = []
+        self.notes: list[str] = []
+
+    def add(self, path: str, explicit: bool, depth: int = 0) -> None:
+        named = None if path == STDIN or "!" in path and not os.path.lexists(path) else _named(locate(path))
+        if named == "missing":
+            self.notes.append(
+                f"{_shown(path)}: cannot be read (a dangling symlink, or no permission); skipped"
+            )
+            return
+        if named == "device":
+            self.notes.append(f"{_shown(path)}: a device, not a log; skipped")
+            return
+        if path == STDIN or named == "stream":  # read once, as it comes: never sniffed first
+            self.by_kind["log"].append(path)
+            return
+        try:
+            kind = _kind(path, explicit)
+        except OSError as e:
+            self.notes.append(f"{_shown(path)}: cannot be read ({e.strerror or e}); skipped")
+            return
+        if kind in ("zip", "tar") and depth < 2:
+            members, notes = expand(path, kind, self.tuning)
+            self.notes.extend(notes)
+            for m in members:
+                self.add(m, False, depth + 1)
+            if not members:
+                self.notes.append(f"{_shown(path)}: an archive with no member to read")
+            return
+        self.by_kind.get(kind or "", self.skipped).append(path)
+
+
+def classify_inputs(paths: list[str], tuning: Tuning = DEFAULT) -> Inputs:
+    """Sort every path (file, glob, directory, archive, `-`) into logs, traces and dumps; raise on a
+    missing path or when nothing is left."""
+    out = _Sorted(tuning)
     seen: set[str] = set()
     for p in paths:
-        for path, explicit in _expand(p):
-            if path in seen:
-                continue
-            seen.add(path)
-            # A name that is not UTF-8 (undecodable bytes) cannot be a column value: skipped with the rest.
-            kind = (
-                STDIN if path == STDIN else _kind(path, explicit) if path.isascii() or _utf8(path) else None
-            )
-            {"log": logs, STDIN: logs, "trace": traces, "dump": dumps}.get(kind or "", skipped).append(path)
-    notes: tuple[str, ...] = ()
-    if skipped:
-        shown = ", ".join(_shown(s) for s in skipped[:3]) + (", …" if len(skipped) > 3 else "")
-        what = "are not logs, traces or dumps, or whose names are not UTF-8"
-        notes = (f"skipped {len(skipped)} file(s) that {what} ({shown})",)
+        for path, explicit in _expand(p, out.notes):
+            if path not in seen:
+                seen.add(path)
+                # A name that is not UTF-8 is shown (and cited) with its odd bytes as \xNN; found again by it.
+                out.add(path if path == STDIN or _utf8(path) else shown_name(path), explicit)
+    notes = list(out.notes)
+    if out.skipped:
+        s = out.skipped
+        shown = ", ".join(_shown(x) for x in s[:3]) + (", …" if len(s) > 3 else "")
+        what = "are not logs, traces or dumps"
+        notes.insert(0, f"skipped {len(s)} file(s) that {what} ({shown})")
+    logs, traces, dumps = (tuple(out.by_kind[k]) for k in ("log", "trace", "dump"))
     if not (logs or traces or dumps):
-        raise InputError("no log, trace or dump files found in: " + ", ".join(map(_shown, paths)))
-    return Inputs(tuple(logs), tuple(traces), tuple(dumps), notes)
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise InputError("no log, trace or dump files found in: " + ", ".join(map(_shown, paths)) + why)
+    return Inputs(logs, traces, dumps, tuple(notes))
 
 
 def _utf8(path: str) -> bool:
@@ -173,4 +241,4 @@ def _utf8(path: str) -> bool:
 
 
 def _shown(path: str) -> str:
-    return os.path.basename(path).encode("utf-8", "replace").decode("utf-8")
+    return shown_name(os.path.basename(path))

@@ -1,28 +1,33 @@
-"""Parse stage, compressed inputs: `.gz` / `.zst` (files or stdin) streamed with caps on what they expand to.
+"""Parse stage, compressed inputs: gzip, zstd, xz, bzip2 and zlib (files or stdin) streamed with caps.
 
-A compressed input is recognised by its first bytes, not its name. Output comes in pieces of at most
+A compressed input is recognised by its first bytes, not its name (`compression`), and what it holds
+is sniffed again: gzip inside gzip is unpacked twice (`open_stream`). Output comes in pieces of at most
 `PIECE` bytes, so a bomb never expands in one call; once `Tuning.expansion_floor_bytes` are out,
 more than `max_expansion_ratio` output bytes per input byte, or more than `max_decompressed_bytes`
 in all, raise `LimitError` naming the cap. What was decompressed before damage, a cap or the end is
-always handed out first: the error comes at the next read. Concatenated gzip members are read on;
-bytes after the last one (zero padding, junk) are ignored with a note.
+always handed out first: the error comes at the next read. Concatenated members (gzip, xz, bzip2)
+are read on; a gzip member whose CRC or size trailer is wrong keeps what it decoded, with a note;
+text after the last gzip member is read as text, other bytes there (zero padding, junk) are ignored
+with a note. The stdlib does the decoding (`zlib`, `lzma`, `bz2`); zstd is `zstandard`'s.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
 from ncclscope.errors import InputError, LimitError
+from ncclscope.parse.inflate import CODECS, GZIP_MAGIC, IN
 from ncclscope.tuning import DEFAULT, Tuning
 
-GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZ2_MAGIC = b"BZh"
+_BZ2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # a bzip2 stream's first block, or its end (an empty stream)
 # First bytes that make Polars' CSV reader decompress a buffer on its own (zlib's `x^`, `x\x9c`, …).
 SNIFFED_BY_POLARS = (GZIP_MAGIC, ZSTD_MAGIC, b"x\x01", b"x^", b"x\x9c", b"x\xda")
-PIECE = 1 << 20  # decompressed bytes produced per step, at most
-_IN = 1 << 16  # compressed bytes read per step
+HEAD = 64  # bytes `compression` wants to see (zlib is told from text by decoding them)
+NESTING = 4  # compressed data inside compressed data, unpacked this many times at most
 
 
 class Readable(Protocol):
@@ -30,12 +35,31 @@ class Readable(Protocol):
 
 
 def compression(head: bytes) -> str | None:
-    """'gzip' | 'zstd' | None from an input's first bytes."""
+    """'gzip' | 'zstd' | 'xz' | 'bz2' | 'zlib' | None from an input's first bytes (`HEAD` of them: a text
+    line may start with `BZh9` or `x^`; bzip2's block magic, and zlib's header check and a clean decode
+    of what follows, tell them apart)."""
     if head[:2] == GZIP_MAGIC:
         return "gzip"
     if head[:4] == ZSTD_MAGIC:
         return "zstd"
+    if head[:6] == XZ_MAGIC:
+        return "xz"
+    if head[:3] == BZ2_MAGIC and head[3:4].isdigit() and head[4:10] in _BZ2_BLOCK:
+        return "bz2"
+    if _zlib(head):
+        return "zlib"
     return None
+
+
+def _zlib(head: bytes) -> bool:
+    if len(head) < 8 or head[0] != 0x78 or int.from_bytes(head[:2], "big") % 31:
+        return False
+    try:
+        z = zlib.decompressobj()
+        out = z.decompress(head, 1 << 16)
+    except zlib.error:
+        return False
+    return bool(out) or z.eof or len(head) >= HEAD  # (a dynamic block's tables may fill the head)
 
 
 class Prefixed:
@@ -68,9 +92,9 @@ class Unpacked:
         self.notes: list[str] = []
         self._buf = b""
         self._error: BaseException | None = None
-        self._pieces = _gunzip(self) if kind == "gzip" else _unzstd(self)
+        self._pieces = CODECS[kind](self)
 
-    def raw_read(self, n: int = _IN) -> bytes:
+    def raw_read(self, n: int = IN) -> bytes:
         data = self.raw.read(n)
         self.bytes_in += len(data)
         return data
@@ -85,7 +109,7 @@ class Unpacked:
         while (n < 0 or size < n) and self._error is None:
             try:
                 piece = next(self._pieces, b"")
-            except (LimitError, EOFError, OSError, zlib.error, InputError) as e:
+            except _DAMAGE as e:
                 self._error = e
                 break
             if not piece:
@@ -101,6 +125,14 @@ class Unpacked:
             return data
         self._buf = data[n:]
         return data[:n]
+
+    def unread(self, head: bytes) -> None:
+        """Put bytes read from the start back in front (`open_stream` looked at them)."""
+        self._buf = head + self._buf
+
+    def fail(self, e: BaseException) -> None:
+        """End the stream with `e`, raised at the next read."""
+        self._buf, self._error = b"", e
 
     def _account(self, n: int) -> None:
         t = self.tuning
@@ -126,78 +158,120 @@ class Unpacked:
             close()
 
 
-def _gunzip(u: Unpacked) -> Iterator[bytes]:
-    """Every gzip member in turn; after the last, any other bytes are noted and ignored."""
-    z = zlib.decompressobj(wbits=31)
-    members, data, full = 1, b"", False
-    while True:
-        if z.eof:  # between members: another one, or the bytes after the last
-            while len(data) < 2 and (more := u.raw_read()):
-                data += more
-            if not data:
-                break
-            if data[:2] != GZIP_MAGIC:
-                _note_trailing(u, data, members)
-                break
-            z, members = zlib.decompressobj(wbits=31), members + 1
-        elif not data and not full:  # (a full piece may leave output pending inside zlib: drain it first)
-            data = u.raw_read()
-            if not data:
-                raise EOFError("compressed data ends early (truncated gzip)")
-        out = z.decompress(data, PIECE)
-        full = len(out) >= PIECE
-        data = z.unused_data if z.eof else z.unconsumed_tail
-        if out:
-            yield out
-    if members > 1:
-        u.notes.append(f"{u.path}: {members} concatenated gzip members, read one after the other")
+_DAMAGE = (LimitError, EOFError, OSError, zlib.error, InputError)
 
 
-def _note_trailing(u: Unpacked, data: bytes, members: int) -> None:
-    junk = len(data)
-    zeros = not data.strip(b"\0")
-    while (more := u.raw_read(1 << 20)) and junk < (64 << 20):  # count a little further, never all of it
-        junk += len(more)
-        zeros = zeros and not more.strip(b"\0")
-    what = "zero padding" if zeros else "data that is not gzip"
-    u.notes.append(
-        f"{u.path}: {'at least ' if more else ''}{junk} bytes of {what} after the last of {members} "
-        "gzip member(s), ignored; everything before them was read"
-    )
-
-
-def _unzstd(u: Unpacked) -> Iterator[bytes]:
-    try:
-        import zstandard
-    except ImportError:
-        raise InputError(
-            f"{u.path}: reading zstd data needs the zstandard package (pip install zstandard)"
-        ) from None
-
-    class _Counted:
-        def read(self, n: int = -1, /) -> bytes:
-            return u.raw_read(n if n > 0 else _IN)
-
-    # A frame may ask for a window of up to 2 GiB (--long=31): refused above 128 MiB, zstd's own default.
-    dctx = zstandard.ZstdDecompressor(max_window_size=1 << 27)
-    reader = dctx.stream_reader(_Counted(), read_size=_IN, read_across_frames=True)  # type: ignore[arg-type]
-    while True:
+def open_stream(raw: Readable, path: str, tuning: Tuning = DEFAULT, *, closes: bool = True) -> Readable:
+    """`raw` as the bytes it holds: decompressed (again, for gzip inside gzip) while its first bytes say
+    so, up to `NESTING` times; a stream with its first bytes put back otherwise. A decompressed stream is
+    an `Unpacked` whose `notes` gather every layer's."""
+    stream: Readable = raw
+    notes: list[str] | None = None
+    for _ in range(NESTING):
         try:
-            out = reader.read(PIECE)
-        except zstandard.ZstdError as e:
-            raise EOFError(f"damaged or truncated zstd data ({e})") from None
-        if not out:
-            return
-        yield out
+            head = _peek(stream)
+        except _DAMAGE as e:  # damaged before its first bytes: raised again at the first read
+            assert isinstance(stream, Unpacked)
+            stream.fail(e)
+            return stream
+        kind = compression(head)
+        if kind is None:
+            return _as_text(stream, head, closes)
+        u = Unpacked(Prefixed(head, stream, closes=closes), kind, path, tuning)
+        u.notes = notes if notes is not None else u.notes
+        notes, stream = u.notes, u
+    return stream
+
+
+def _as_text(stream: Readable, head: bytes, closes: bool) -> Readable:
+    """The stream with `head` put back, re-encoded as UTF-8 when it is UTF-16/32 (`decoding`)."""
+    from ncclscope.parse.decoding import Recoded, text_encoding
+
+    if isinstance(stream, Unpacked):
+        stream.unread(head)
+    else:
+        stream = Prefixed(head, stream, closes=closes)
+    encoding = text_encoding(head)
+    return stream if encoding is None else Recoded(stream, encoding)
+
+
+SPLICE_MAX = 64 << 20  # plain files up to this size are searched for a gzip member appended to the text
+_MEMBER = GZIP_MAGIC + b"\x08"  # gzip's magic and its one method, deflate
+
+
+class Spliced:
+    """A text file with gzip data appended (`cat rank0.log rank1.log.gz`, a rotation that appended a
+    compressed part): the text, then what the gzip member(s) hold, within the caps."""
+
+    def __init__(self, raw: Readable, path: str, tuning: Tuning = DEFAULT) -> None:
+        self.raw, self.path, self.tuning = raw, path, tuning
+        self.buf, self.text = b"", 0
+        self.inner: Unpacked | None = None
+        self.plain = False
+        self.notes: list[str] = []
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        """A cut of the file (`pieces._Span`) reads its bytes as they are, gzip data or not."""
+        self.buf, self.inner, self.plain = b"", None, True
+        return int(self.raw.seek(pos, whence))  # type: ignore[attr-defined]
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self.plain:
+            return self.raw.read(n)
+        if self.inner is not None:
+            return self.inner.read(n)
+        data = self.buf + self.raw.read(IN if n < 0 else max(n, IN))
+        at = data.find(_MEMBER)
+        if at < 0:  # keep a possible magic's first bytes for the next read
+            keep = 2 if data.endswith(_MEMBER[:2]) else 1 if data.endswith(_MEMBER[:1]) else 0
+            out, self.buf = data[: len(data) - keep], data[len(data) - keep :]
+            if not out and self.buf:  # (the end of the input)
+                out, self.buf = self.buf, b""
+            self.text += len(out)
+            return out
+        self.inner = Unpacked(Prefixed(data[at:], self.raw), "gzip", self.path, self.tuning)
+        self.inner.notes = self.notes
+        self.notes.append(f"{self.path}: gzip data after {self.text + at} bytes of text, read decompressed")
+        self.buf = b""
+        return data[:at] if at else self.inner.read(n)
+
+    def close(self) -> None:
+        close = getattr(self.raw, "close", None)
+        if close is not None:
+            close()
+
+
+def spliced(path: str, raw: BinaryIO, tuning: Tuning = DEFAULT) -> Spliced | None:
+    """A `Spliced` view of a plain file that holds a gzip member after its text (None if it does not, or
+    is too big to search: `SPLICE_MAX`)."""
+    import mmap
+    import os
+
+    try:
+        size = os.fstat(raw.fileno()).st_size
+        if not 0 < size <= SPLICE_MAX:
+            return None
+        with mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            if mm.find(_MEMBER) < 0:
+                return None
+    except (OSError, ValueError):
+        return None
+    raw.seek(0)
+    return Spliced(raw, path, tuning)
+
+
+def _peek(stream: Readable) -> bytes:
+    head = b""
+    while len(head) < HEAD and (more := stream.read(HEAD - len(head))):
+        head += more
+    return head
 
 
 def read_all(path: str, raw: BinaryIO, tuning: Tuning = DEFAULT) -> tuple[bytes, list[str]]:
     """The whole content of a (possibly compressed) file, within the caps; (bytes, notes)."""
-    head = raw.read(4)
-    kind = compression(head)
-    if kind is None:
-        return head + raw.read(), []
-    u = Unpacked(Prefixed(head, raw), kind, path, tuning)
+    u = open_stream(raw, path, tuning)
+    if not isinstance(u, Unpacked):
+        return u.read(), []
     data = u.read()
     u.read(1)  # raises what stopped it early (damage, a cap), if anything did
     return data, u.notes

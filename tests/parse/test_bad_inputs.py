@@ -98,10 +98,11 @@ def _lines(n: int) -> bytes:
     [
         (b"", None),
         (b"\0" * 4096, "zero padding"),
-        (b"junk\n", "not gzip"),
+        (b"junk\n", "plain text after the last of 1 gzip member(s), read as text"),  # issue 30: kept
+        (bytes(range(256)) * 4, "not gzip"),
         (gzip.compress(_lines(3)), "2 concatenated gzip members"),
     ],
-    ids=["plain", "zero-padding", "junk", "two-members"],
+    ids=["plain", "zero-padding", "text", "junk", "two-members"],
 )
 def test_gzip_tail_keeps_every_line(tmp_path: Path, tail: bytes, note: str | None) -> None:
     p = tmp_path / "rank0.log.gz"

@@ -19,6 +19,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import InputError, LimitError
+from ncclscope.parse.archive import open_input
 from ncclscope.parse.bounds import RANK_MAX
 from ncclscope.parse.flight.fields import Checked, entry_row, group_rows, status_rows
 from ncclscope.parse.flight.plain import check_plain, load_plain_pickle
@@ -78,7 +79,7 @@ def _frame_of(rows: list[dict[str, Any]], schema: S.Schema) -> pl.DataFrame:
 
 
 def _read(path: str, tuning: Tuning) -> tuple[dict[str, Any], str, list[str]]:
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:  # (a member of an archive too)
         data, notes = read_all(path, fh, tuning)
     return (*_decode(data, path, tuning), notes)
 

@@ -76,9 +76,12 @@ def _inputs(facts: Sequence[PieceFacts], tuning: Tuning) -> tuple[list[InputInfo
                 acc.lines += st.lines
                 acc.binary_lines += st.binary_lines
                 acc.long_lines += st.long_lines
+                acc.replaced_lines += st.replaced_lines
                 acc.notes += st.notes
             else:
-                whole.append((path, ReadStats(st.lines, st.binary_lines, st.long_lines, list(st.notes))))
+                kept = ReadStats(st.lines, st.binary_lines, st.long_lines, list(st.notes))
+                kept.replaced_lines = st.replaced_lines
+                whole.append((path, kept))
     total = readable = 0
     for path, st in whole:
         inputs.append(InputInfo(path, st.lines))

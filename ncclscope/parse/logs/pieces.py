@@ -16,9 +16,10 @@ from typing import BinaryIO
 
 import polars as pl
 
+from ncclscope.parse.decoding import text_encoding
 from ncclscope.parse.inputs import STDIN
 from ncclscope.parse.logs.reader import ReadStats, _numbered, _open, file_size
-from ncclscope.parse.unpack import compression
+from ncclscope.parse.unpack import HEAD, compression
 from ncclscope.tuning import DEFAULT, Tuning
 
 _SCAN = 1 << 20  # bytes read at a time while looking for the line end after a cut
@@ -42,7 +43,8 @@ class Piece:
 def _compressed(path: str) -> bool:
     try:
         with open(path, "rb") as fh:
-            return compression(fh.read(4)) is not None
+            head = fh.read(HEAD)  # (xz, bzip2, zlib and UTF-16/32 are told by more than 4 bytes)
+            return compression(head) is not None or text_encoding(head) is not None
     except OSError:
         return False
 

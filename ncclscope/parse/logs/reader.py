@@ -20,8 +20,18 @@ from typing import BinaryIO, cast
 import polars as pl
 
 from ncclscope.errors import InputError, LimitError
+from ncclscope.parse.archive import open_input
+from ncclscope.parse.decoding import clean, text_encoding
 from ncclscope.parse.inputs import STDIN
-from ncclscope.parse.unpack import SNIFFED_BY_POLARS, Prefixed, Unpacked, compression
+from ncclscope.parse.unpack import (
+    HEAD,
+    SNIFFED_BY_POLARS,
+    Prefixed,
+    Unpacked,
+    compression,
+    open_stream,
+    spliced,
+)
 from ncclscope.tuning import DEFAULT, Tuning
 
 BLOCK = DEFAULT.read_block_bytes  # bytes per read (one Polars chunk of lines)
@@ -37,23 +47,24 @@ class ReadStats:
     long_lines: int = 0
     notes: list[str] = field(default_factory=list)
     widest: int = 0  # characters of the longest line kept so far
+    replaced_lines: int = 0  # lines holding bytes that are not UTF-8 (kept, shown as U+FFFD)
 
 
 def _open(path: str, tuning: Tuning = DEFAULT) -> BinaryIO:
     """The input's bytes; decompressed as they are read (`unpack`, within the caps of `tuning`) when its
-    first bytes are gzip's or zstd's, whatever its name (stdin too)."""
+    first bytes are compressed data's, whatever its name (stdin too); a member of an archive by its
+    `archive!member` name (`archive`)."""
     try:
-        raw: BinaryIO = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115 - closed by the caller
-        head = raw.read(4)
+        raw: BinaryIO = sys.stdin.buffer if path == STDIN else open_input(path)
+        head = raw.read(HEAD)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    kind = compression(head)
-    if kind is not None:
-        return Unpacked(Prefixed(head, raw, closes=path != STDIN), kind, path, tuning)  # type: ignore[return-value]
+    if compression(head) is not None or text_encoding(head) is not None:
+        return open_stream(Prefixed(head, raw, closes=path != STDIN), path, tuning)  # type: ignore[return-value]
     if path == STDIN or not raw.seekable():
         return Prefixed(head, raw, closes=path != STDIN)  # type: ignore[return-value]
     raw.seek(0)
-    return raw
+    return spliced(path, raw, tuning) or raw  # type: ignore[return-value]
 
 
 def _blocks(fh: BinaryIO, path: str, stats: ReadStats, block: int = BLOCK) -> Iterator[bytes]:
@@ -190,6 +201,8 @@ def count_notes(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> list[s
     out = []
     if stats.binary_lines:
         out.append(f"{path}: skipped {stats.binary_lines} line(s) of binary data")
+    if stats.replaced_lines:
+        out.append(f"{path}: {stats.replaced_lines} line(s) held bytes that are not UTF-8, shown as \ufffd")
     if stats.long_lines:
         out.append(
             f"{path}: {stats.long_lines} line(s) longer than {tuning.max_line_chars} characters were cut"
@@ -200,7 +213,8 @@ def count_notes(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> list[s
 def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iterator[pl.DataFrame]:
     next_line = 1
     max_line = tuning.max_line_chars
-    for block, partial in _lines(fh, path, stats, tuning.read_block_bytes, max_line):
+    for raw_block, partial in _lines(fh, path, stats, tuning.read_block_bytes, max_line):
+        block = clean(raw_block, partial)  # lone CRs, NUL holes (`decoding`)
         ascii_text = block.isascii()
         df = _to_frame(block, path, next_line, ascii_text=ascii_text)
         if partial:  # the line after the block's last line end: read again with the next block
@@ -213,6 +227,8 @@ def _numbered(fh: BinaryIO, path: str, stats: ReadStats, tuning: Tuning) -> Iter
         if binary is not None and nb:
             stats.binary_lines += nb
             df = df.filter(~binary)
+        if not ascii_text:  # bytes that are not UTF-8: shown as U+FFFD, the line kept
+            stats.replaced_lines += int(df["raw"].str.contains("\ufffd", literal=True).sum())
         longest = df["raw"].str.len_bytes().max()
         if not isinstance(longest, int):
             longest = 0

@@ -26,9 +26,12 @@ from typing import Any, Union
 import msgspec
 
 from ncclscope.errors import LimitError, TraceError
+from ncclscope.parse.archive import open_input
+from ncclscope.parse.decoding import text_encoding
 from ncclscope.parse.traces.events import SKIP, DecodedTrace, collect
 from ncclscope.parse.traces.header import header
-from ncclscope.parse.unpack import compression, read_all
+from ncclscope.parse.traces.lenient import events_one_by_one, without_nonfinite
+from ncclscope.parse.unpack import HEAD, compression, read_all
 from ncclscope.tuning import DEFAULT, Tuning
 
 
@@ -125,9 +128,10 @@ class Scratch:
         """(buffer, size, notes): the file's bytes (decompressed) are `buffer[:size]`."""
         self.close()
         try:
-            with open(path, "rb") as fh:
-                head = fh.read(4)
-                if compression(head) is None and os.fstat(fh.fileno()).st_size > 4:
+            with open_input(path) as fh:
+                head = fh.read(HEAD)
+                plain = compression(head) is None and text_encoding(head) is None  # (else: a BOM, UTF-16)
+                if plain and os.fstat(fh.fileno()).st_size > len(head):
                     with contextlib.suppress(OSError, ValueError):  # not mappable (a pipe): read it
                         self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
                         return self._map, len(self._map), []
@@ -308,12 +312,21 @@ def _header(data: Buffer, first: int, end: int, size: int) -> _Trace | None:
 
 def _decode_general(path: str, data: Buffer, size: int, tuning: Tuning) -> DecodedTrace:
     """General path: every event a raw slice, joined and decoded `_CHUNK` at a time as untagged events."""
+    notes: list[str] = []
     try:
         top = _DECODER.decode(memoryview(data)[:size])
     except msgspec.ValidationError as e:
         raise TraceError(f"{path}: not a torch.profiler Chrome trace ({e})") from None
     except msgspec.DecodeError as e:
-        raise TraceError(f"{path}: not valid JSON ({e})") from None
+        # The JSON dialect profilers write: NaN and Infinity as bare tokens (Python's json.dumps does)
+        fixed, n = without_nonfinite(bytes(memoryview(data)[:size]))
+        try:
+            top = _DECODER.decode(fixed) if n else None
+        except msgspec.DecodeError:
+            top = None
+        if top is None:
+            raise TraceError(f"{path}: not valid JSON ({e})") from None
+        notes.append(f"{path}: {n} NaN/Infinity value(s) read as null")
     if isinstance(top, list):
         top = _Trace(traceEvents=top)
     raw = top.traceEvents
@@ -322,11 +335,23 @@ def _decode_general(path: str, data: Buffer, size: int, tuning: Tuning) -> Decod
     if not raw:
         raise TraceError(f"{path}: the trace holds no events")
     out = _decoded(path, top, len(raw), tuning)
-    try:
-        for i in range(0, len(raw), _CHUNK):
-            collect(
-                [e for e in _EVENTS.decode(b"[" + b",".join(raw[i : i + _CHUNK]) + b"]") if e.ph == "X"], out
-            )
-    except msgspec.ValidationError as e:
-        raise TraceError(f"{path}: not a torch.profiler Chrome trace ({e})") from None
+    odd = 0
+    for i in range(0, len(raw), _CHUNK):
+        part = raw[i : i + _CHUNK]
+        try:
+            events = _EVENTS.decode(b"[" + b",".join(part) + b"]")
+        except msgspec.ValidationError:  # an event of an odd shape: the others of the chunk one by one
+            events, bad = events_one_by_one(part, _Event)
+            odd += bad
+        collect([e for e in events if e.ph == "X"], out)
+    if odd == len(raw):
+        raise TraceError(
+            f"{path}: not a torch.profiler Chrome trace (no event has the Trace Event Format's shape)"
+        )
+    if odd:
+        notes.append(
+            f"{path}: skipped {odd} event(s) of an odd shape (a non-object event, a string ts/dur, a bool "
+            "tid, a numeric name); read the other events"
+        )
+    out.notes = notes + out.notes
     return out

@@ -21,11 +21,13 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import TraceError
+from ncclscope.parse.archive import locate
 from ncclscope.parse.bounds import INT64_MAX, RANK_MAX, int_in
 from ncclscope.parse.traces.decode import Scratch
 from ncclscope.parse.traces.events import COMM_FIELDS, DecodedTrace
 from ncclscope.parse.traces.link import collectives_of, gloo_of, range_notes
 from ncclscope.parse.traces.workers import decoded
+from ncclscope.parse.walk import Found, walk
 from ncclscope.tuning import DEFAULT, Tuning
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
@@ -51,15 +53,12 @@ def expand_trace_paths(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
-            found = sorted(
-                f
-                for f in glob.glob(os.path.join(p, "**", "*"), recursive=True)
-                if f.endswith(_SUFFIXES) and os.path.isfile(f)
-            )
+            # Regular files only, symlinks not followed (`up -> ..`); the log walk notes what it skips.
+            found = sorted(f for f in walk(p, Found()) if f.endswith(_SUFFIXES))
             if not found:
                 raise TraceError(f"{p}: no trace files (.json, .json.gz) in this directory")
             out.extend(found)
-        elif os.path.exists(p):
+        elif os.path.exists(locate(p)):  # (a file, or a member of an archive: `archive!member`)
             out.append(p)
         elif glob.has_magic(p) and (hits := sorted(glob.glob(p))):
             out.extend(hits)
