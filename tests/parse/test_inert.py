@@ -142,6 +142,7 @@ def test_keep_patterns_are_the_rules_own() -> None:
         ("findings/rules_gpu.py", evidence.KEEP[4:6]),
         ("findings/rules_errors.py", evidence.KEEP[6:7]),
         ("diff/facts.py", evidence.KEEP[7:8]),
+        ("findings/quoted.py", evidence.KEEP[8:9]),
     ):
         src = (REPO / "ncclscope" / module).read_text()
         assert all(repr(p) in src or f'r"{p}"' in src for p in pats), module
@@ -153,10 +154,11 @@ def test_keep_patterns_are_the_rules_own() -> None:
         if n and "parse" not in p.parts:
             uses[str(p.relative_to(REPO / "ncclscope"))] = n
     assert uses == {
-        "align/phase.py": 1,
+        "align/phase.py": 2,  # the teardown rows and the clean-end check (APP_END)
         "align/rankmap.py": 1,
         "diff/facts.py": 1,
         "findings/rules_config.py": 1,
+        "findings/quoted.py": 2,  # the line after `Last error:` and NCCLTESTS
         "findings/rules_errors.py": 1,
         "findings/rules_gpu.py": 3,
         "findings/rules_topology.py": 1,

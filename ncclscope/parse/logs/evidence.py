@@ -46,6 +46,8 @@ KEEP: tuple[str, ...] = (
     r"Got completion from peer|NET/IB ?: Got completion",
     # diff/facts.py: RCCL's version banner, printed without a prefix
     r"^\s*RCCL version\s*:\s*(\S+)",
+    # findings/quoted.py NCCLTESTS: nccl-tests' own failure lines, which quote NCCL's last error
+    r"Test (CUDA|NCCL) failure \S+:\d+ '(.*)'",
 )
 LAST_ERROR = "Last error"  # the line after one holding this text is kept (hang/verdict.py `_last_errors`)
 
