@@ -35,6 +35,16 @@ class Tuning:
     pin_log_processes: bool = True
     round_min_bytes: int = 64 << 20  # a later round of pieces smaller than this joins the round before
     full_frames_max_bytes: int = 64 << 20  # up to this, every COLL and unknown line is kept; above, the facts
+    # Every unknown line is kept while a piece has read at most `full_frames_max_bytes` (bytes read, so a
+    # `.gz` or stdin counts by what it expands to) and holds at most this many of them; past either, only
+    # the evidence (`evidence.py`), the rest counted. A row costs ~250 B whatever the line's length: 8.4 M
+    # two-byte lines of a 16 MB stream held 2.3 GB before this bound (bench/bench_memory.py).
+    full_unknown_max_lines: int = 200_000
+    # Rows of one per-line table (WARNs, evidence lines, PyTorch lines, …) kept per input and in all: the
+    # first and the last half of each (`bounded.py`), the rest counted in a note. Real logs hold at most a
+    # few hundred of one kind per input; an 80 MB log of `Xid` lines held every one.
+    max_kept_rows_per_input: int = 4096
+    max_kept_rows: int = 131_072
     fast_paths: bool = (
         True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
     )

@@ -84,7 +84,7 @@ def _merged(
 
 
 def _full_frames(paths: Sequence[str], tuning: Tuning) -> FullFrames:
-    m = _merged(paths, tuning, Keep(unknown=True, coll=True), None)
+    m = _merged(paths, tuning, Keep(unknown=True, coll=True, bounded=False), None)
     assert m.coll_frame is not None
     return FullFrames(m.coll_frame, m.tables["unknown"])
 
@@ -111,6 +111,6 @@ def read_logs(
         coverage=m.coverage,
         notes=m.notes,
         nccltests_marked=m.marked - {STDIN},
-        unknown_count=None if keep.unknown else m.unknown_count,
+        unknown_count=None if m.whole_unknown else m.unknown_count,
         rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning),
     )
