@@ -118,14 +118,21 @@ def build(shape: str, size: int, out: Path) -> tuple[list[str], bytes | None, in
     return args, None, lines
 
 
+def _init(rank: int) -> bytes:
+    return (
+        f"node-0{rank // 4}:{4000 + rank}:{4100 + rank} [{rank % 4}] NCCL INFO ncclCommInitRank comm 0x55{rank} "
+        f"rank {rank} nranks 8 cudaDev {rank % 4} nvmlDev {rank % 4} busId {rank % 4}f000 commId 0xe5509a - Init COMPLETE\n"
+    ).encode()
+
+
 def _write_desync(fh: object, size: int) -> int:
     """8 ranks' COLL lines interleaved; rank 7 prints ReduceScatter where the others print AllReduce
     from the middle on."""
     write = fh.write  # type: ignore[attr-defined]
     per = len(_coll(0, 0, "AllReduce")) * 8
     ops = max(1, size // per)
-    n = 0
-    buf: list[bytes] = []
+    buf: list[bytes] = [_init(r) for r in range(8)]
+    n = len(buf)
     for k in range(ops):
         for r in range(8):
             buf.append(_coll(r, k, "ReduceScatter" if r == 7 and k >= ops // 2 else "AllReduce"))

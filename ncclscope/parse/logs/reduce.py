@@ -62,6 +62,18 @@ def _compacted(parts: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[pl.DataFrame, 
 
 
 @dataclass(frozen=True)
+class CollSelect:
+    """The COLL lines a second look asks for: those of these process keys (`frames_coll.KEY` values)
+    at these opCounts."""
+
+    keys: tuple[tuple[object, ...], ...]
+    op_counts: tuple[int, ...]
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(list(self.keys), schema={k: S.COLLECTIVES[k] for k in FC.KEY}, orient="row")
+
+
+@dataclass(frozen=True)
 class Keep:
     """Which per-line frames a reduction keeps besides the facts."""
 
@@ -69,6 +81,9 @@ class Keep:
     # `full_frames_max_bytes` read (else, and past them, the evidence lines rules may cite)
     coll: bool = False  # every COLL line as a COLLECTIVES row
     bounded: bool = True  # False: no bound on the rows kept (a notebook asked for every line: `FullFrames`)
+    select: CollSelect | None = (
+        None  # with `coll`: only these COLL lines are kept (the hang stage's second look)
+    )
 
 
 @dataclass
@@ -103,6 +118,7 @@ class _Acc:
     trimmed: Trimmed = field(default_factory=Trimmed)
     whole: bool = False  # every unknown line kept so far (`keep.unknown`, within its bounds)
     read_bytes: int = 0  # bytes of the lines read, while `whole`
+    selected: pl.DataFrame | None = None  # `keep.select` as a frame of keys
     coll_parts: list[tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=list)
     coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `keep.coll`
     coll_lines: int = 0
@@ -121,6 +137,15 @@ class _Acc:
 
     def __post_init__(self) -> None:
         self.whole = self.keep.unknown
+        if self.keep.select is not None:
+            self.selected = self.keep.select.frame()
+
+    def _chosen(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """COLLECTIVES rows kept: all, or those `keep.select` asks for."""
+        if self.keep.select is None or self.selected is None:
+            return rows
+        at = pl.col("op_count").is_in(pl.lit(pl.Series(self.keep.select.op_counts, dtype=pl.Int64)).implode())
+        return rows.filter(at).join(self.selected, on=FC.KEY, how="semi", nulls_equal=True)
 
     def _caps(self, name: str) -> Caps:
         if (name == "unknown" and self.whole) or not self.keep.bounded:  # `whole`: bounded by the budget
@@ -193,7 +218,7 @@ class _Acc:
         self.cov[2] += rows.height
         if self.keep.coll:  # every row kept (on demand, stdin), facts from the rows
             full = collfast.with_heads(rows, heads)
-            self.coll_rows.append(full)
+            self.coll_rows.append(self._chosen(full))
             self.coll_parts.append(_compacted(FC.part_facts(full.select(list(FC.ROWS)))))
             self.streams.append(compact(streams.part(full)))
             return
@@ -208,7 +233,7 @@ class _Acc:
         self.coll_lines += coll.height
         self.coll_parts.append(_compacted(FC.part_facts(coll.select(list(FC.ROWS)))))
         if self.keep.coll:
-            self.coll_rows.append(S.conform(coll, S.COLLECTIVES))
+            self.coll_rows.append(self._chosen(S.conform(coll, S.COLLECTIVES)))
 
     def _after(self, cand: pl.DataFrame, clean: pl.Series) -> None:
         le = clean.str.contains(evidence.LAST_ERROR, literal=True)
