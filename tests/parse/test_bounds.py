@@ -112,3 +112,17 @@ def test_last_error_successors_are_pruned_and_still_kept(tmp_path: Path) -> None
         acc.batch(chunk)
     acc.flush()
     assert sum(a.height for a in acc.after) <= 2 * t.pending_lines  # not one row per `Last error:` line
+
+
+def test_held_rows_stay_within_twice_the_bound() -> None:
+    from ncclscope.parse.logs.bounded import Held
+
+    held, tr = Held("t", Caps(100, 1000)), Trimmed()
+    peak = 0
+    for k in range(1000):
+        held.append(pl.DataFrame({"path": ["a"] * 10, "line": list(range(10 * k, 10 * k + 10))}), tr)
+        peak = max(peak, held.rows)
+    assert peak <= 2 * 100 + 10  # one input: cut at twice its bound, not at 1.5x the total
+    out = held.frame(tr)
+    assert out["line"].to_list() == list(range(50)) + list(range(9950, 10000))
+    assert tr.counts == {("t", "a"): 9900}

@@ -72,21 +72,33 @@ def bound(df: pl.DataFrame, name: str, caps: Caps, trimmed: Trimmed) -> pl.DataF
 
 @dataclass
 class Held:
-    """The parts of one table a piece holds, bounded by `bound` every time they pass 1.5x a cap (the
-    cost of a cut is paid once per half cap of rows added)."""
+    """The parts of one table a piece holds, bounded by `bound` whenever they hold twice the rows they held
+    after the last cut (at least twice `caps.per_input`, at most 1.5x `caps.total`): the rows held stay
+    within about twice what the bounds keep, and each cut is paid for by as many rows added as it kept."""
 
     name: str
     caps: Caps
     parts: list[pl.DataFrame] = field(default_factory=list)
     rows: int = 0
+    next_cut: int = 0
+
+    def __post_init__(self) -> None:
+        self.next_cut = self._after(0)
+
+    def _after(self, kept: int) -> int:
+        """Rows at which the next cut is made, `kept` rows held after this one (0: no bound)."""
+        if self.caps.total <= 0 and self.caps.per_input <= 0:
+            return 0
+        at = max(2 * kept, 2 * self.caps.per_input)
+        return min(at, self.caps.total + self.caps.total // 2) if self.caps.total > 0 else at
 
     def append(self, df: pl.DataFrame, trimmed: Trimmed) -> None:
         self.parts.append(df)
         self.rows += df.height
-        cap = self.caps.total or self.caps.per_input
-        if cap > 0 and self.rows > cap + cap // 2:
+        if self.next_cut and self.rows > self.next_cut:
             self.parts = [self.frame(trimmed)]
             self.rows = self.parts[0].height
+            self.next_cut = self._after(self.rows)
 
     def frame(self, trimmed: Trimmed) -> pl.DataFrame:
         return bound(pl.concat(self.parts, how="vertical_relaxed"), self.name, self.caps, trimmed)
