@@ -7,13 +7,13 @@ declared in `ncclscope.schema`, and every row keeps its path and line.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ncclscope import schema as S
-from ncclscope.frames_coll import CollFacts
+from ncclscope.frames_coll import KEY, CollFacts
 
 CollLines = CollFacts  # the name the test builders use: `CollLines.of(collectives_frame)`
 
@@ -109,6 +109,8 @@ class LogFrames:
     # The per-line frames are read again on demand (`collectives`, and `unknown_lines` for big inputs).
     unknown_count: int | None = None  # rows of `unknown_lines` when `unknown` holds only the evidence
     rebuild: Callable[[], FullFrames] | None = None
+    # The hang stage's second look: COLL rows of some process keys at some opCounts, read again (bounded).
+    fetch_coll: Callable[[pl.DataFrame, Sequence[int]], pl.DataFrame] | None = None
 
     @functools.cached_property
     def _full(self) -> FullFrames:
@@ -123,6 +125,18 @@ class LogFrames:
         """schema.COLLECTIVES, one row per COLL line: read again from the inputs on first use (`coll.lines`
         rows, about 0.5 KB each in memory); kept from the start only for stdin and hand-built frames."""
         return self.coll.frame if self.coll.frame is not None else self._full.collectives
+
+    def coll_lines_at(self, keys: pl.DataFrame, op_counts: Sequence[int]) -> pl.DataFrame:
+        """schema.COLLECTIVES rows of the process keys `keys` (frames_coll.KEY columns) at `op_counts`,
+        in line order: only those lines are read again from the inputs (the facts hold no line), so the
+        memory is that of the rows asked for, not of every COLL line. From the kept frame when there
+        is one (stdin, hand-built frames)."""
+        if self.coll.frame is None and self.fetch_coll is not None:
+            return self.fetch_coll(keys, op_counts)
+        at = pl.col("op_count").is_in(pl.lit(pl.Series(list(op_counts), dtype=pl.Int64)).implode())
+        return self.collectives.filter(at).join(
+            keys.select(KEY), on=KEY, how="semi", nulls_equal=True, maintain_order="left"
+        )
 
     @functools.cached_property
     def unknown_lines(self) -> pl.DataFrame:

@@ -30,11 +30,23 @@ class Tuning:
     piece_bytes: int = 256 << 20  # unit of work: small files together or a cut of a big plain file (at most)
     log_workers: int | None = None  # worker processes besides the caller; None: one per other core, at most 7
     log_pool_min_bytes: int = 64 << 20  # a smaller log set is read in the calling process
-    # The CLI's log workers and the caller each keep to one CPU while the pieces are read (Linux; see
-    # `parse.logs.spawn`): the 243 MB COLL set 0.967x wall, 0.981x CPU (16 paired runs, bench/README.md).
-    pin_log_processes: bool = True
+    # Opt-in (NCCLSCOPE_PIN_CPUS=1): the CLI's log workers and the caller each keep to one CPU while the
+    # pieces are read (Linux; see `parse.logs.spawn`): the 243 MB COLL set 0.967x wall, 0.981x CPU (16 paired
+    # runs, bench/README.md). Off by default (issue 30): ~3% is not worth changing the affinity of a
+    # process and its threads, which a user's own pinning (taskset, a container's cpuset) may rely on.
+    pin_log_processes: bool = False
     round_min_bytes: int = 64 << 20  # a later round of pieces smaller than this joins the round before
     full_frames_max_bytes: int = 64 << 20  # up to this, every COLL and unknown line is kept; above, the facts
+    # Every unknown line is kept while a piece has read at most `full_frames_max_bytes` (bytes read, so a
+    # `.gz` or stdin counts by what it expands to) and holds at most this many of them; past either, only
+    # the evidence (`evidence.py`), the rest counted. A row costs ~250 B whatever the line's length: 8.4 M
+    # two-byte lines of a 16 MB stream held 2.3 GB before this bound (bench/bench_memory.py).
+    full_unknown_max_lines: int = 200_000
+    # Rows of one per-line table (WARNs, evidence lines, PyTorch lines, …) kept per input and in all: the
+    # first and the last half of each (`bounded.py`), the rest counted in a note. Real logs hold at most a
+    # few hundred of one kind per input; an 80 MB log of `Xid` lines held every one.
+    max_kept_rows_per_input: int = 4096
+    max_kept_rows: int = 131_072
     fast_paths: bool = (
         True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
     )

@@ -1,7 +1,9 @@
 """CLI stage: the Typer app. The only place that prints, reads the terminal or picks exit codes.
 
 Exit codes (`ncclscope.errors`): 0 no error finding, 1 an error finding, 2 unusable input or a usage
-error, 3 a bug in ncclscope (one line on stderr; `--debug` shows the traceback), 130 interrupted.
+error, 3 a bug in ncclscope or memory ran out (one line on stderr; `--debug` shows the traceback; a
+panic inside Polars, pyo3's `PanicException`, is a `BaseException` and is caught as well), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `| head` closed the pipe: nobody reads what is left
         _quiet_stdout()
         return EXIT_OK
+    except MemoryError as e:
+        return _out_of_memory(e)
     except Exception as e:  # noqa: BLE001 - the one place a bug becomes an exit code
         # Usage errors from Typer's click (vendored as typer._click in newer Typer): duck-typed.
         show, code = getattr(e, "show", None), getattr(e, "exit_code", None)
@@ -121,7 +125,26 @@ def main(argv: list[str] | None = None) -> int:
             show()
             return EXIT_BAD_INPUT
         return _bug(e)
+    except BaseException as e:  # noqa: BLE001 - pyo3's PanicException (a panic inside Polars) is no Exception
+        return _out_of_memory(e) if _is_oom(e) else _bug(e)
     return rc if isinstance(rc, int) else 0
+
+
+def _is_oom(e: BaseException) -> bool:
+    """A Rust panic that says memory ran out (`capacity overflow`, a failed allocation)."""
+    text = str(e).lower()
+    return "capacity overflow" in text or "memory allocation" in text or "out of memory" in text
+
+
+def _out_of_memory(e: BaseException) -> int:
+    """Memory ran out (a `MemoryError`, or a panic inside Polars saying so): one line, exit 3."""
+    if GLOBALS.debug:
+        traceback.print_exception(e, file=sys.stderr)
+    _say(
+        "ncclscope: error: out of memory; analyze fewer inputs at a time, or raise the memory limit "
+        "(rerun with --debug for the traceback)"
+    )
+    return EXIT_BUG
 
 
 def _bug(e: BaseException) -> int:

@@ -88,13 +88,14 @@ def command_name(args: list[str]) -> str | None:
 
 def tuning() -> Tuning:
     """The run's Tuning: the defaults, the global options, NCCLSCOPE_TRACE_WORKERS (0: no workers) and
-    NCCLSCOPE_PIN_CPUS (0: log workers and the caller are not kept to a CPU each)."""
+    NCCLSCOPE_PIN_CPUS (1: log workers and the caller are kept to a CPU each; 0 or unset: not)."""
     over: dict[str, Any] = dict(GLOBALS.overrides)  # int-valued fields only; Tuning checks them
     workers = os.environ.get("NCCLSCOPE_TRACE_WORKERS", "").strip()
     if workers.isascii() and workers.isdigit() and len(workers) <= 3:
         over["trace_max_workers"] = int(workers)
-    if os.environ.get("NCCLSCOPE_PIN_CPUS", "").strip() == "0":
-        over["pin_log_processes"] = False
+    pin = os.environ.get("NCCLSCOPE_PIN_CPUS", "").strip()
+    if pin in ("0", "1"):
+        over["pin_log_processes"] = pin == "1"
     return dataclasses.replace(DEFAULT, **over) if over else DEFAULT
 
 

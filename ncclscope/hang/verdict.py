@@ -207,7 +207,9 @@ def _last_errors(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:
         [logs.unknown.select("path", "line", "text"), logs.warnings.select("path", "line", "text")],
         how="vertical_relaxed",
     ).with_columns((pl.col("line") - 1).alias("line"))
-    le = le.join(nxt.rename({"text": "_next"}), on=["path", "line"], how="left")
+    # One chunk: Polars 2.1 panics (`i < self.len()`) filtering then formatting a two-chunk join output here
+    # (4,096 `Last error:` lines, bench/bench_memory.py `kept`).
+    le = le.join(nxt.rename({"text": "_next"}), on=["path", "line"], how="left").rechunk()
     body = pl.coalesce(pl.col("detail"), pl.col("_next").str.strip_chars())
     return le.filter(body.is_not_null()).select(
         "path", "line", pl.format("Last error: {}", body).alias("text")

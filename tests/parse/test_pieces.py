@@ -240,11 +240,13 @@ def test_the_cli_keeps_each_process_to_a_cpu_while_reading(tmp_path: Path) -> No
     assert on["versions"] == off["versions"] == 400
 
 
-def test_pinning_is_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pinning_is_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
     from ncclscope.cli.options import GLOBALS, tuning
 
     GLOBALS.reset(debug=False, color=False)
     monkeypatch.delenv("NCCLSCOPE_PIN_CPUS", raising=False)
+    assert not tuning().pin_log_processes  # issue 30: no process-wide affinity change unless asked
+    monkeypatch.setenv("NCCLSCOPE_PIN_CPUS", "1")
     assert tuning().pin_log_processes
     monkeypatch.setenv("NCCLSCOPE_PIN_CPUS", "0")
     assert not tuning().pin_log_processes

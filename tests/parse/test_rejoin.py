@@ -176,7 +176,7 @@ def test_run_across_a_block_boundary() -> None:
     acc.batch(_chunk(lines[:4], 1))  # flushed here: the NET/IB run is held back
     acc.batch(_chunk(lines[4:], 5))
     acc.flush()
-    net = pl.concat(acc.tables["network"])
+    net = pl.concat(acc.tables["network"].parts)
     assert net.filter(pl.col("kind") == "ib_dev")["hca"].drop_nulls().to_list() == [
         "mlx5_0",
         "mlx5_1",

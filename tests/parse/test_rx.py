@@ -62,3 +62,33 @@ def test_group_names_on_generated_patterns(parts: list[str]) -> None:
             out.append(part)
     pattern = "".join(out)
     assert rx.group_names(pattern) == tuple(re.compile(pattern).groupindex)
+
+
+def test_thresholds_are_per_thread_not_process_wide() -> None:
+    """Issue 30: `rx.configured` sets the thresholds for its own thread only (a context variable), so two
+    reductions with two `Tuning`s in two threads do not see each other's."""
+    import threading
+
+    from ncclscope.parse.logs import rx
+    from ncclscope.tuning import DEFAULT, Tuning
+
+    inside = threading.Event()
+    done = threading.Event()
+    seen: list[int] = []
+
+    def other() -> None:
+        with rx.configured(Tuning(polars_regex_min_rows=7)):
+            seen.append(rx.small())
+            inside.set()
+            done.wait(5)
+
+    t = threading.Thread(target=other)
+    t.start()
+    inside.wait(5)
+    assert rx.small() == DEFAULT.polars_regex_min_rows  # this thread keeps its own
+    done.set()
+    t.join()
+    assert seen == [7]
+    with rx.configured(Tuning(dispatch_polars_min_rows=3)):
+        assert rx.dispatch_small() == 3
+    assert rx.dispatch_small() == DEFAULT.dispatch_polars_min_rows

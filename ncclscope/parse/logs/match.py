@@ -102,7 +102,7 @@ def first_family(msg: str) -> int | None:
 
 def family_index(df: pl.DataFrame, col: str = "msg") -> pl.Series:
     """Index (in `family_patterns()`) of the first family matching each message, null if none."""
-    if df.height < rx.DISPATCH_SMALL:
+    if df.height < rx.dispatch_small():
         return pl.Series(
             "_fam", [first_family(s) if s is not None else None for s in df[col].to_list()], dtype=pl.Int32
         )
@@ -188,7 +188,7 @@ def match_families(live: pl.DataFrame) -> tuple[Matched, pl.DataFrame]:
     rest = live
     for i, (fam, _, _) in enumerate(family_patterns()):
         var = VARYING.get(fam)
-        if var and rest.height >= rx.SMALL:
+        if var and rest.height >= rx.small():
             hit, rest = _varying(rest, i, var)
             out.take(i, hit)
     if rest.height == 0:

@@ -19,6 +19,7 @@ from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, in_order
 from ncclscope.parse.logs import streams
+from ncclscope.parse.logs.bounded import Caps, Trimmed, bound
 from ncclscope.parse.logs.reader import ReadStats, count_notes
 from ncclscope.parse.logs.reduce import TABLES, Keep, PieceFacts
 from ncclscope.tuning import Tuning
@@ -46,6 +47,8 @@ def _shift(f: PieceFacts, by: int) -> PieceFacts:
         f.error,
         f.marked,
         f.overflow,
+        f.whole_unknown,
+        f.trimmed,
     )
 
 
@@ -136,19 +139,36 @@ class Merged:
             raise InputError(
                 f"nothing to analyze: the log input is {what} ({', '.join(list(paths)[:3])}){why}"
             )
+        # Every unknown line only if every piece kept them all (else the evidence of each, `evidence.py`).
+        self.whole_unknown = keep.unknown and all(f.whole_unknown for f in ordered)
+        trimmed = Trimmed()
+        for f in ordered:
+            trimmed.counts.update(f.trimmed)
+        caps = Caps(tuning.max_kept_rows_per_input, tuning.max_kept_rows) if keep.bounded else Caps(0, 0)
         self.tables = {
             n: _table([f.tables[n] for f in ordered if n in f.tables], s) for n, s in TABLES.items()
         }
-        if not keep.unknown:
+        if not self.whole_unknown:
             self.tables["unknown"] = self.tables["unknown"].unique(
                 ["path", "line"], keep="first", maintain_order=True
             )
+        for name in TABLES:
+            if name != "unknown" or not self.whole_unknown:
+                self.tables[name] = bound(self.tables[name], name, caps, trimmed)
+        self.notes += tuple(trimmed.notes())
         self.procs, self.seqs = FC.merge([f.procs for f in ordered], [f.seqs for f in ordered])
         self.coll_lines = sum(f.coll_lines for f in ordered)
         frames = [f.coll_frame for f in ordered if f.coll_frame is not None and f.coll_frame.height]
         self.coll_frame = _table(frames, S.COLLECTIVES) if keep.coll else None
         self.streams = streams.final(streams.merge([f.streams for f in ordered]))
         self.unknown_count = sum(f.unknown_count for f in ordered)
+        if keep.unknown and not self.whole_unknown:
+            note = (
+                f"{self.unknown_count} unrecognised line(s) were counted, not kept: past "
+                f"{tuning.full_unknown_max_lines} of them or {tuning.full_frames_max_bytes >> 20} MiB read, "
+                "only those rules may cite were kept"
+            )
+            self.notes += (note,)
         c = [sum(f.cov[i] for f in ordered) for i in range(4)]
         self.coverage = Coverage(*c)
         self.marked = frozenset().union(*[f.marked for f in ordered])

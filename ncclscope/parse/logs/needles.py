@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from re import _constants as C  # the regex parser's opcode names
-from re import _parser as P
+from re import _parser as P  # private (`sre_parse` before 3.11): requires-python is >=3.11, what CI tests
 from typing import Any
 
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)

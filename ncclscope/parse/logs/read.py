@@ -15,15 +15,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
 
+import polars as pl
+
 from ncclscope.frames import FullFrames, LogFrames
-from ncclscope.frames_coll import CollFacts
+from ncclscope.frames_coll import KEY, CollFacts
 from ncclscope.parse.inputs import STDIN
 from ncclscope.parse.logs import pieces as P
 from ncclscope.parse.logs import pool
 from ncclscope.parse.logs.merge import Merged
 from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import file_size
-from ncclscope.parse.logs.reduce import Keep, PieceFacts
+from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts
 from ncclscope.parse.logs.spawn import workers_for
 from ncclscope.tuning import DEFAULT, Tuning
 
@@ -84,9 +86,22 @@ def _merged(
 
 
 def _full_frames(paths: Sequence[str], tuning: Tuning) -> FullFrames:
-    m = _merged(paths, tuning, Keep(unknown=True, coll=True), None)
+    m = _merged(paths, tuning, Keep(unknown=True, coll=True, bounded=False), None)
     assert m.coll_frame is not None
     return FullFrames(m.coll_frame, m.tables["unknown"])
+
+
+def _coll_rows(
+    paths: Sequence[str], tuning: Tuning, keys: pl.DataFrame, op_counts: Sequence[int]
+) -> pl.DataFrame:
+    """schema.COLLECTIVES rows of `keys` (frames_coll.KEY) at `op_counts`, the inputs read again: each piece
+    keeps only those rows (`Keep.select`), so the memory held is that of the rows asked for."""
+    sel = CollSelect(
+        tuple(keys.select(KEY).unique(maintain_order=True).rows()), tuple(sorted(set(op_counts)))
+    )
+    m = _merged(paths, tuning, Keep(coll=True, select=sel), None)
+    assert m.coll_frame is not None
+    return m.coll_frame
 
 
 def read_logs(
@@ -111,6 +126,7 @@ def read_logs(
         coverage=m.coverage,
         notes=m.notes,
         nccltests_marked=m.marked - {STDIN},
-        unknown_count=None if keep.unknown else m.unknown_count,
+        unknown_count=None if m.whole_unknown else m.unknown_count,
         rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning),
+        fetch_coll=None if stdin else partial(_coll_rows, tuple(paths), tuning),
     )

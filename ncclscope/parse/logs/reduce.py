@@ -12,6 +12,7 @@ them, stdin).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -20,6 +21,7 @@ from ncclscope import frames_coll as FC
 from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.parse.logs import collfacts, collfast, evidence, inert, peel, rejoin, rx, streams
+from ncclscope.parse.logs.bounded import Caps, Held, Trimmed
 from ncclscope.parse.logs.catalog import split_known, split_torch_known
 from ncclscope.parse.logs.match import match_families
 from ncclscope.parse.logs.peel import MAX_TEXT
@@ -44,8 +46,14 @@ TABLES: dict[str, S.Schema] = {
 def compact(df: pl.DataFrame) -> pl.DataFrame:
     """`df` with its text copied out: a few rows filtered from a batch share its string buffers (Polars'
     string views), and kept across batches they would keep every batch's text alive."""
-    # (a view's slice is a view into the same buffer: only a new string copies its bytes out)
-    cols = [pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c, t in df.schema.items() if t == pl.Utf8]
+    # (a view's slice is a view into the same buffer: only a new string copies its bytes out). Not `path`:
+    # one literal per input, its rows share one buffer; copied out, a 3.7 KB path cost 3.7 KB per row
+    # (a 16 MB log of application lines under such a path: 1.86 GB -> 0.2 GB peak, bench_memory.py).
+    cols = [
+        pl.concat_str([pl.col(c), pl.lit("")]).alias(c)
+        for c, t in df.schema.items()
+        if t == pl.Utf8 and c != "path"
+    ]
     return df.with_columns(cols) if cols and df.height else df
 
 
@@ -54,11 +62,28 @@ def _compacted(parts: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[pl.DataFrame, 
 
 
 @dataclass(frozen=True)
+class CollSelect:
+    """The COLL lines a second look asks for: those of these process keys (`frames_coll.KEY` values)
+    at these opCounts."""
+
+    keys: tuple[tuple[object, ...], ...]
+    op_counts: tuple[int, ...]
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(list(self.keys), schema={k: S.COLLECTIVES[k] for k in FC.KEY}, orient="row")
+
+
+@dataclass(frozen=True)
 class Keep:
     """Which per-line frames a reduction keeps besides the facts."""
 
-    unknown: bool = False  # every unknown line (else the evidence lines rules may cite)
+    unknown: bool = False  # every unknown line, within `Tuning.full_unknown_max_lines` and
+    # `full_frames_max_bytes` read (else, and past them, the evidence lines rules may cite)
     coll: bool = False  # every COLL line as a COLLECTIVES row
+    bounded: bool = True  # False: no bound on the rows kept (a notebook asked for every line: `FullFrames`)
+    select: CollSelect | None = (
+        None  # with `coll`: only these COLL lines are kept (the hang stage's second look)
+    )
 
 
 @dataclass
@@ -81,13 +106,19 @@ class PieceFacts:
     overflow: pl.DataFrame | None = (
         None  # (path, field, n): values out of range or not a number, kept as null
     )
+    whole_unknown: bool = False  # `tables["unknown"]` holds every unknown line of the piece
+    trimmed: Counter[tuple[str, str]] = field(default_factory=Counter)  # (table, path): rows left out
 
 
 @dataclass
 class _Acc:
     keep: Keep
     tuning: Tuning
-    tables: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    tables: dict[str, Held] = field(default_factory=dict)
+    trimmed: Trimmed = field(default_factory=Trimmed)
+    whole: bool = False  # every unknown line kept so far (`keep.unknown`, within its bounds)
+    read_bytes: int = 0  # bytes of the lines read, while `whole`
+    selected: pl.DataFrame | None = None  # `keep.select` as a frame of keys
     coll_parts: list[tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=list)
     coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `keep.coll`
     coll_lines: int = 0
@@ -104,12 +135,54 @@ class _Acc:
     marked: set[str] = field(default_factory=set)
     overflow: list[pl.DataFrame] = field(default_factory=list)  # `transform.overflow` parts
 
+    def __post_init__(self) -> None:
+        self.whole = self.keep.unknown
+        if self.keep.select is not None:
+            self.selected = self.keep.select.frame()
+
+    def _chosen(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """COLLECTIVES rows kept: all, or those `keep.select` asks for."""
+        if self.keep.select is None or self.selected is None:
+            return rows
+        at = pl.col("op_count").is_in(pl.lit(pl.Series(self.keep.select.op_counts, dtype=pl.Int64)).implode())
+        return rows.filter(at).join(self.selected, on=FC.KEY, how="semi", nulls_equal=True)
+
+    def _caps(self, name: str) -> Caps:
+        if (name == "unknown" and self.whole) or not self.keep.bounded:  # `whole`: bounded by the budget
+            return Caps(0, 0)
+        return Caps(self.tuning.max_kept_rows_per_input, self.tuning.max_kept_rows)
+
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
-            self.tables.setdefault(name, []).append(compact(df))
+            held = self.tables.get(name)
+            if held is None:
+                held = self.tables[name] = Held(name, self._caps(name))
+            held.append(compact(df), self.trimmed)
+
+    def _over_budget(self, raw: pl.DataFrame) -> bool:
+        """Past the bounds of keeping every unknown line (bytes read, lines held)?"""
+        if not self.keep.bounded:
+            return False
+        self.read_bytes += int(raw["raw"].str.len_bytes().sum() or 0) + raw.height
+        return (
+            self.read_bytes > self.tuning.full_frames_max_bytes
+            or self.unknown_count > self.tuning.full_unknown_max_lines
+        )
+
+    def _summarise(self) -> None:
+        """From here on keep only the evidence of unknown lines; the whole ones held so far become theirs."""
+        self.whole = False
+        held = self.tables.pop("unknown", None)
+        if held is None:
+            return
+        every = pl.concat(held.parts, how="vertical_relaxed")
+        self.add("unknown", evidence.kept(every, self._after_frame()))
+        self.ends.append(compact(evidence.ends(every)))
 
     # --- one batch ------------------------------------------------------------------------------
     def batch(self, raw: pl.DataFrame) -> None:
+        if self.whole and self._over_budget(raw):
+            self._summarise()
         self.cov[0] += raw.height
         if self.tuning.fast_paths:
             coll, heads, rest = collfast.take(raw, full=self.keep.coll)
@@ -145,7 +218,7 @@ class _Acc:
         self.cov[2] += rows.height
         if self.keep.coll:  # every row kept (on demand, stdin), facts from the rows
             full = collfast.with_heads(rows, heads)
-            self.coll_rows.append(full)
+            self.coll_rows.append(self._chosen(full))
             self.coll_parts.append(_compacted(FC.part_facts(full.select(list(FC.ROWS)))))
             self.streams.append(compact(streams.part(full)))
             return
@@ -160,7 +233,7 @@ class _Acc:
         self.coll_lines += coll.height
         self.coll_parts.append(_compacted(FC.part_facts(coll.select(list(FC.ROWS)))))
         if self.keep.coll:
-            self.coll_rows.append(S.conform(coll, S.COLLECTIVES))
+            self.coll_rows.append(self._chosen(S.conform(coll, S.COLLECTIVES)))
 
     def _after(self, cand: pl.DataFrame, clean: pl.Series) -> None:
         le = clean.str.contains(evidence.LAST_ERROR, literal=True)
@@ -188,11 +261,15 @@ class _Acc:
 
     def _unknown(self, unknown: pl.DataFrame, *, patterns: bool = True) -> None:
         self.unknown_count += unknown.height
-        if self.keep.unknown:
+        if self.whole:
             self.add("unknown", unknown)
+            if self.keep.bounded and self.unknown_count > self.tuning.full_unknown_max_lines:
+                self._summarise()
             return
         self.add("unknown", evidence.kept(unknown, self._after_frame(), patterns=patterns))
         self.ends.append(compact(evidence.ends(unknown)))
+        if len(self.ends) > 64:  # one or two rows per input and batch: folded as they come
+            self.ends = [evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))]
 
     # --- the general path, once per gathered set of candidate lines ------------------------------
     def flush(self, *, final: bool = True) -> None:
@@ -241,13 +318,34 @@ class _Acc:
         self.cov[1] += n_nccl + n_folded
         self.cov[2] += matched.lines + torch.height + known.height + n_folded
         self.cov[3] += nccl_unknown.height
+        self._prune_after(raw.slice(0, cut))
+
+    def _prune_after(self, flushed: pl.DataFrame) -> None:
+        """Drop the `Last error` successors already looked at: lines up to the last one flushed of their
+        input, unless still pending (inert lines were looked at when their batch was read). Without
+        this, a log of `Last error:` lines held one row per line."""
+        if not self.after or flushed.is_empty():
+            return
+        after = pl.concat(self.after)
+        done = flushed.group_by("path").agg(pl.col("line").max().alias("_done"))
+        if self.pending:
+            lo = pl.concat(self.pending).group_by("path").agg(pl.col("line").min().alias("_lo"))
+            done = done.join(lo, on="path", how="left")
+        else:
+            done = done.with_columns(pl.lit(None, dtype=pl.Int64).alias("_lo"))
+        live = (
+            pl.col("_done").is_null() | (pl.col("line") > pl.col("_done")) | (pl.col("line") >= pl.col("_lo"))
+        )
+        self.after = [
+            after.join(done, on="path", how="left").filter(live.fill_null(False)).select("path", "line")
+        ]
 
     # --- the piece's facts ----------------------------------------------------------------------
     def facts(
         self, index: int, stats: list[tuple[str, int, ReadStats]], error: InputError | None
     ) -> PieceFacts:
-        tables = {n: pl.concat(p, how="vertical_relaxed") for n, p in self.tables.items()}
-        if not self.keep.unknown and self.ends:
+        tables = {n: held.frame(self.trimmed) for n, held in self.tables.items()}
+        if not self.whole and self.ends:
             ends = evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))
             parts = [p for p in (tables.get("unknown"), ends) if p is not None]
             tables["unknown"] = pl.concat(parts, how="vertical_relaxed").unique(
@@ -274,6 +372,8 @@ class _Acc:
             error,
             frozenset(self.marked),
             pl.concat(self.overflow) if self.overflow else None,
+            self.whole,
+            self.trimmed.counts,
         )
 
 

@@ -1,37 +1,47 @@
 """Parse stage, regex runner: apply one grammar-derived pattern to a column, Polars or Python `re`.
 
 Polars compiles a regex for every expression that uses it, which costs more than matching a few
-hundred lines; below `SMALL` rows the same pattern runs through Python's `re` (compiled once per
-process). The patterns use only syntax both engines read the same way (no look-around, no
+hundred lines; below `Tuning.polars_regex_min_rows` rows the same pattern runs through Python's `re`
+(compiled once per process). The thresholds of the running reduction are read from a context variable
+that `configured` sets (each thread and task has its own: no process-wide switch; two reductions in two
+threads with two `Tuning`s do not see each other's). The patterns use only syntax both engines read the same way (no look-around, no
 back-references; `$` never meets a newline because lines are split first).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import re
 from collections.abc import Iterator
 
 import polars as pl
 
-from ncclscope.tuning import Tuning
+from ncclscope.tuning import DEFAULT, Tuning
 
-SMALL = 3000  # the default of Tuning.polars_regex_min_rows; `configured` sets it for one reduction
-DISPATCH_SMALL = 1000  # the default of Tuning.dispatch_polars_min_rows (`match.family_index`), set likewise
+_TUNING: contextvars.ContextVar[Tuning] = contextvars.ContextVar("ncclscope_rx_tuning", default=DEFAULT)
+
+
+def small() -> int:
+    """Rows from which a pattern runs as a Polars pass (`Tuning.polars_regex_min_rows` of this context)."""
+    return _TUNING.get().polars_regex_min_rows
+
+
+def dispatch_small() -> int:
+    """Rows from which the family dispatch runs as one Polars pass (`Tuning.dispatch_polars_min_rows`)."""
+    return _TUNING.get().dispatch_polars_min_rows
 
 
 @contextlib.contextmanager
 def configured(tuning: Tuning) -> Iterator[None]:
-    """Within the block, `SMALL` is `tuning.polars_regex_min_rows` and `DISPATCH_SMALL`
-    `tuning.dispatch_polars_min_rows` (the regex helpers and the family dispatch read them per call)."""
-    global SMALL, DISPATCH_SMALL
-    before = SMALL, DISPATCH_SMALL
-    SMALL, DISPATCH_SMALL = tuning.polars_regex_min_rows, tuning.dispatch_polars_min_rows
+    """Within the block (this thread or task only), the regex helpers and the family dispatch use the
+    thresholds of `tuning`."""
+    token = _TUNING.set(tuning)
     try:
         yield
     finally:
-        SMALL, DISPATCH_SMALL = before
+        _TUNING.reset(token)
 
 
 @functools.cache
@@ -71,7 +81,7 @@ def group_names(pattern: str) -> tuple[str, ...]:
 
 def contains(s: pl.Series, pattern: str) -> pl.Series:
     """Boolean mask: the pattern matches (searching, like `str.contains`); null strings are False."""
-    if s.len() >= SMALL:
+    if s.len() >= small():
         return s.str.contains(pattern).fill_null(False)
     rx = compiled(pattern)
     return pl.Series(s.name, [bool(v is not None and rx.search(v)) for v in s.to_list()], dtype=pl.Boolean)
@@ -80,7 +90,7 @@ def contains(s: pl.Series, pattern: str) -> pl.Series:
 def groups(s: pl.Series, pattern: str) -> pl.DataFrame:
     """One Utf8 column per named group of the first match (all null where there is none)."""
     names = group_names(pattern)
-    if s.len() >= SMALL:
+    if s.len() >= small():
         g = s.str.extract_groups(pattern)
         return pl.DataFrame([g.struct.field(n).alias(n) for n in names]) if names else pl.DataFrame()
     rx = compiled(pattern)
@@ -90,7 +100,7 @@ def groups(s: pl.Series, pattern: str) -> pl.DataFrame:
 
 def find_all(s: pl.Series, pattern: str) -> pl.Series:
     """Every non-overlapping match, as a list column (like `str.extract_all`)."""
-    if s.len() >= SMALL:
+    if s.len() >= small():
         return s.str.extract_all(pattern)
     rx = compiled(pattern)
     return pl.Series(
