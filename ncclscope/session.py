@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from ncclscope import align, parse
 from ncclscope import schema as S
+from ncclscope.align.facts import JobFacts, derive
 from ncclscope.align.phase import JobPhase
 from ncclscope.align.traces import AlignedCollectives
 from ncclscope.findings import Context, run_rules
@@ -49,6 +50,7 @@ class Session:
     hang: HangView = field(default_factory=HangView)
     notes: tuple[str, ...] = field(default=())
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables in the inputs
+    facts: JobFacts = field(default_factory=JobFacts)  # what the job is, derived once (align.facts)
 
     @property
     def has_errors(self) -> bool:
@@ -103,6 +105,7 @@ def analyze(
         hang=hang,
         nccltests=nccltests,
     )
+    ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows))
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
     notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
     return Session(
@@ -117,6 +120,7 @@ def analyze(
         hang=hang,
         notes=notes,
         nccltests=nccltests,
+        facts=ctx.job,
     )
 
 

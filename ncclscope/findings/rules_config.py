@@ -21,7 +21,6 @@ from ncclscope.findings.rules_common import (
     make,
     norm_host,
     warnings_matching,
-    with_rank,
 )
 from ncclscope.records import Finding, Severity
 
@@ -481,12 +480,28 @@ def _split_host_ids(ctx: Context, same_host_net: pl.DataFrame) -> pl.DataFrame:
 
 
 def _same_host(ctx: Context, conn: pl.DataFrame) -> pl.DataFrame:
-    """Connection rows whose source and destination ranks live on the same (known) host."""
+    """Connection rows whose two ends live on the same (known) host. Connection lines print
+    communicator-local ranks: each line is read in the communicators where the printing process holds the
+    rank it prints for itself (the source, the destination of a `[receive]` line), and its peer's host is
+    looked up among that communicator's members. A row counts only when every such communicator puts the
+    peer on the printer's host (an unknown communicator proves nothing)."""
     if conn.is_empty():
         return conn
-    hosts = norm_host(ctx.ranks).filter((pl.col("host") != "") & pl.col("rank").is_not_null())
-    rank_host = hosts.group_by("rank").agg(pl.col("host").first())
-    rows = with_rank(conn, ctx.ranks)
-    rows = rows.join(rank_host.rename({"rank": "src_rank", "host": "src_host"}), on="src_rank", how="left")
-    rows = rows.join(rank_host.rename({"rank": "dst_rank", "host": "dst_host"}), on="dst_rank", how="left")
-    return rows.filter(pl.col("src_host").is_not_null() & (pl.col("src_host") == pl.col("dst_host")))
+    members = norm_host(ctx.init_rows).select("comm_key", "rank", "host", "pid").unique()
+    rows = norm_host(conn).with_columns(
+        _me=pl.when(pl.col("direction") == "receive").then("dst_rank").otherwise("src_rank"),
+        _peer=pl.when(pl.col("direction") == "receive").then("src_rank").otherwise("dst_rank"),
+    )
+    mine = rows.select("path", "line", "host", "pid", "_me", "_peer").join(
+        members.rename({"rank": "_me"}), on=["host", "pid", "_me"]
+    )
+    peers = mine.join(
+        members.select("comm_key", pl.col("rank").alias("_peer"), pl.col("host").alias("_peer_host")),
+        on=["comm_key", "_peer"],
+        how="left",
+    )
+    verdict = peers.group_by("path", "line").agg(
+        (pl.col("_peer_host").is_not_null() & (pl.col("_peer_host") == pl.col("host"))).all().alias("_same")
+    )
+    same = verdict.filter(pl.col("_same")).select("path", "line")
+    return rows.join(same, on=["path", "line"], how="semi").drop("_me", "_peer")

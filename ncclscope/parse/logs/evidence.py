@@ -45,7 +45,7 @@ KEEP: tuple[str, ...] = (
     # findings/rules_errors.py: an IB completion error pasted into another message
     r"Got completion from peer|NET/IB ?: Got completion",
     # diff/facts.py: RCCL's version banner, printed without a prefix
-    r"^\s*RCCL version\s*:\s*(\S+)",
+    r"^\s*RCCL version\s*:?\s*(\S+)",
 )
 LAST_ERROR = "Last error"  # the line after one holding this text is kept (hang/verdict.py `_last_errors`)
 

@@ -1,0 +1,278 @@
+"""Align stage, job facts: what the evidence says about the job, derived once, each with how and how sure.
+
+Rules used to assume things about the job (one host per node, communicator-local ranks equal to global
+ones, opCount growing, an excerpt's end being the job's end). `JobFacts` states each such fact once, with
+the lines it was inferred from (`how`) and a confidence: `proven` (NCCL printed it), `likely` (inferred
+from indirect evidence) or `unknown` (then `value` is None and a rule must speak conditionally).
+
+Precedence (each with its reason):
+- nodes: NCCL's own `nNodes` (Init/comm lines) beats the host names: pods of one machine carry different
+  host names while NCCL counts one node (k8s pods, `NCCL_HOSTID`), and names glued to an nccl-tests row
+  (`-1node-00`) are no hosts at all.
+- a NET channel alone is no proof of several nodes (NCCL also uses NET between local GPUs when P2P and
+  SHM are off): `likely`.
+- an input is `whole` only when it shows the job's start (a version banner or Init START) and its end
+  (teardown, the application's success marker or nccl-tests' `# Avg bus bandwidth` footer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+import polars as pl
+
+from ncclscope.align.phase import APP_END, TEARDOWN_MSG
+from ncclscope.frames import LogFrames
+
+Sure = Literal["proven", "likely", "unknown"]
+RCCL_BANNER = r"^\s*RCCL version\s*:?\s*(\S+)"
+NCCLTESTS_FOOTER = r"^#\s*Avg bus bandwidth\s*:"
+# `-1node-00`: the tail of an nccl-tests row glued to a prefix; a host that prints only a part of another's name
+# with that host's pids is a phantom.
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact: its value (None when unknown), the evidence it came from, and how sure it is."""
+
+    value: int | str | bool | None
+    how: str
+    sure: Sure = "proven"
+
+
+UNKNOWN = Fact(None, "no line says", "unknown")
+
+
+@dataclass(frozen=True)
+class CommFact:
+    """One communicator: its key (commId or `n<N>#k`), size, nodes, the hosts and global ranks of its members.
+    `global_ranks`: its comm-local ranks are the world ranks (the world itself, or a prefix of it)."""
+
+    key: str
+    comm_id: str | None
+    nranks: int | None
+    nnodes: int | None
+    ranks_seen: int
+    complete: int
+    hosts: tuple[str, ...]
+    global_ranks: bool
+
+
+@dataclass(frozen=True)
+class InputFact:
+    """One input file: `whole` True (start and end seen), False (an excerpt), None (cannot tell), and why."""
+
+    path: str
+    whole: bool | None
+    how: str
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """Facts about the job every rule reads instead of re-deriving them (see the module docstring)."""
+
+    hosts: tuple[str, ...] = ()
+    phantom_hosts: tuple[str, ...] = ()
+    nodes: Fact = UNKNOWN
+    multi_node: Fact = UNKNOWN
+    world_size: Fact = UNKNOWN
+    launcher: Fact = UNKNOWN
+    library: Fact = UNKNOWN
+    opcount_sequence: Fact = UNKNOWN
+    communicators: tuple[CommFact, ...] = ()
+    inputs: tuple[InputFact, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def comm(self, key: str) -> CommFact | None:
+        return next((c for c in self.communicators if c.key == key), None)
+
+
+def real_hosts(procs: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(hosts, phantoms) from (host, pid) rows. A phantom is another host's name with text glued before it
+    (`-1node-00` beside `node-00`: an nccl-tests row's last column run into the next line's prefix) whose
+    pids are all that host's pids."""
+    rows = procs.filter(pl.col("host").fill_null("") != "").select("host", "pid").unique()
+    pids: dict[str, set[int]] = {}
+    for h, p in rows.iter_rows():
+        pids.setdefault(h, set()).add(p)
+    phantom = {h for h in pids for g in pids if g != h and h.endswith(g) and pids[h] <= pids[g]}
+    return tuple(sorted(set(pids) - phantom)), tuple(sorted(phantom))
+
+
+def derive(logs: LogFrames, ranks: pl.DataFrame, comms: pl.DataFrame, inits: pl.DataFrame) -> JobFacts:
+    """Every fact of one analysis, from the log tables and the rank map (`inits`: `rankmap.init_rows`)."""
+    hosts, phantom = real_hosts(ranks.select("host", "pid"))
+    communicators = _communicators(comms, inits)
+    nodes, multi = _nodes(logs, hosts, communicators)
+    return JobFacts(
+        hosts=hosts,
+        phantom_hosts=phantom,
+        nodes=nodes,
+        multi_node=multi,
+        world_size=_world_size(communicators, ranks),
+        launcher=_launcher(logs),
+        library=_library(logs),
+        opcount_sequence=_opcount(logs),
+        communicators=communicators,
+        inputs=_inputs(logs),
+    )
+
+
+def _communicators(comms: pl.DataFrame, inits: pl.DataFrame) -> tuple[CommFact, ...]:
+    if comms.is_empty():
+        return ()
+    members = inits.group_by("comm_key").agg(
+        pl.col("host").fill_null("").unique().sort().alias("hosts"),
+        pl.col("rank").drop_nulls().unique().sort().alias("ranks"),
+    )
+    top = int(comms["nranks"].max() or 0)  # type: ignore[arg-type]
+    out = []
+    for row in comms.join(members, on="comm_key", how="left").sort("comm_key").iter_rows(named=True):
+        n = row["nranks"]
+        out.append(
+            CommFact(
+                key=row["comm_key"],
+                comm_id=row["comm_id"],
+                nranks=n,
+                nnodes=row["nnodes"],
+                ranks_seen=int(row["ranks_seen"] or 0),
+                complete=int(row["complete"] or 0),
+                hosts=tuple(h for h in (row["hosts"] or []) if h),
+                global_ranks=n is not None and n == top,
+            )
+        )
+    return tuple(out)
+
+
+def _nodes(logs: LogFrames, hosts: tuple[str, ...], comms: tuple[CommFact, ...]) -> tuple[Fact, Fact]:
+    """(node count, spans nodes); NCCL's nNodes first, then the host names, then indirect evidence."""
+    world = max(comms, key=lambda c: (c.nranks or 0, c.ranks_seen), default=None)
+    nn = [c.nnodes for c in comms if c.nnodes is not None]
+    if world is not None and world.nnodes is not None:
+        how = f"NCCL prints nNodes {world.nnodes} for the {world.nranks}-rank communicator"
+        return Fact(world.nnodes, how), Fact(world.nnodes > 1, how)
+    if nn and max(nn) > 1:
+        how = f"NCCL prints nNodes {max(nn)}"
+        return Fact(max(nn), how, "likely"), Fact(True, how)
+    inits = logs.inits
+    if inits.height and inits.filter(pl.col("nranks") > pl.col("local_ranks")).height:
+        return UNKNOWN, Fact(True, "Init lines say nRanks > localRanks")
+    if len(hosts) > 1:
+        how = f"{len(hosts)} host names print NCCL lines"
+        return Fact(len(hosts), how, "likely"), Fact(True, how, "likely")
+    if (
+        world is not None
+        and len(hosts) == 1
+        and world.nranks is not None
+        and world.ranks_seen >= world.nranks
+    ):
+        how = f"all {world.nranks} ranks of the largest communicator print from one host"
+        return Fact(1, how), Fact(False, how)
+    from ncclscope.align.rankmap import transport
+
+    if logs.connections.filter(transport() == "NET").height:
+        how = "channels run over NET (NCCL uses the network between nodes, or locally when P2P/SHM are off)"
+        return UNKNOWN, Fact(True, how, "likely")
+    if nn:
+        return Fact(1, "NCCL prints nNodes 1", "likely"), Fact(False, "NCCL prints nNodes 1", "likely")
+    how = f"{len(hosts)} host visible; the lines do not say how many nodes the job spans"
+    return UNKNOWN, Fact(None, how, "unknown")
+
+
+def _world_size(comms: tuple[CommFact, ...], ranks: pl.DataFrame) -> Fact:
+    sizes = [c.nranks for c in comms if c.nranks is not None]
+    if sizes:
+        return Fact(max(sizes), "the largest communicator's nranks in its Init lines")
+    seen = ranks["rank"].drop_nulls().n_unique() if ranks.height else 0
+    if seen:
+        return Fact(seen, f"{seen} distinct ranks in the lines (at least)", "likely")
+    return UNKNOWN
+
+
+LAUNCHERS = (
+    ("torchrun", r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:|torchrun"),
+    ("slurm", r"\bsrun\b|SLURM_|slurmstepd"),
+    ("mpirun", r"\bmpirun\b|OMPI_|\bPMIX_|prterun|Open MPI"),
+    ("deepspeed", r"deepspeed\.launcher|\[launch\.py"),
+    ("nccl-tests", r"^# nThread \d+ nGpus|^#\s+Rank\s+\d+ Group"),
+)
+
+
+def _launcher(logs: LogFrames) -> Fact:
+    text = pl.concat(
+        [logs.unknown.select("text"), logs.torch.select("text"), logs.env.select("text")],
+        how="vertical_relaxed",
+    )["text"].fill_null("")
+    for name, pattern in LAUNCHERS:
+        hit = text.filter(text.str.contains(pattern))
+        if hit.len():
+            return Fact(name, f"a line matches {name}'s output: {hit[0].strip()[:120]}", "likely")
+    return UNKNOWN
+
+
+def _library(logs: LogFrames) -> Fact:
+    rccl = logs.unknown["text"].fill_null("").str.extract(RCCL_BANNER, 1).drop_nulls()
+    rocm = logs.known.filter(pl.col("text").fill_null("").str.contains(r"hipify|rocm_smi_lib|ROCr version"))
+    versions = logs.versions.filter(pl.col("kind") == "nccl")["value"].drop_nulls().unique().sort().to_list()
+    if rccl.len():
+        return Fact("RCCL " + rccl[0], "RCCL's version banner")
+    if rocm.height:
+        v = f" {versions[0]}" if versions else ""
+        return Fact(f"RCCL{v}", "ROCm lines (hipify paths, rocm_smi_lib, ROCr)", "likely")
+    if versions:
+        return Fact("NCCL " + ", ".join(versions), "NCCL's version banner")
+    return UNKNOWN
+
+
+def _opcount(logs: LogFrames) -> Fact:
+    """Whether opCount counts the collectives: nccl-tests and some launchers print `opCount 0` on every line."""
+    procs = logs.coll.procs
+    if procs.is_empty():
+        return UNKNOWN
+    many = procs.filter(pl.col("n_coll") > 1)
+    if many.is_empty():
+        return Fact(None, "no process printed two COLL lines", "unknown")
+    if (many["max_op_count"].fill_null(0) == 0).all():
+        return Fact(False, f"{many.height} process(es) print opCount 0 on every COLL line")
+    return Fact(True, "opCount grows on the COLL lines")
+
+
+def _inputs(logs: LogFrames) -> tuple[InputFact, ...]:
+    text = logs.unknown.select("path", "line", "text")
+    start = pl.concat(
+        [
+            logs.versions.filter(pl.col("kind") == "nccl").select("path"),
+            logs.inits.filter(pl.col("phase") == "start").select("path"),
+            text.filter(pl.col("text").fill_null("").str.contains(RCCL_BANNER)).select("path"),
+        ]
+    )["path"]
+    end_text = f"{APP_END}|{TEARDOWN_MSG}|{NCCLTESTS_FOOTER}"
+    ends = pl.concat(
+        [
+            text.filter(pl.col("text").fill_null("").str.contains(end_text)).select("path"),
+            logs.inits.filter(pl.col("phase").fill_null("").str.contains(r"^(?:destroy|abort)_")).select(
+                "path"
+            ),
+            logs.warnings.filter(pl.col("message").fill_null("").str.contains(TEARDOWN_MSG)).select("path"),
+            logs.known.filter(pl.col("text").fill_null("").str.contains(end_text)).select("path"),
+        ]
+    )["path"]
+    starts, stops = set(start.to_list()), set(ends.to_list())
+    out = []
+    for info in logs.inputs:
+        s, e = info.path in starts, info.path in stops
+        if s and e:
+            out.append(
+                InputFact(info.path, True, "the job's start (banner or Init START) and its end are in it")
+            )
+        elif not s and not e:
+            out.append(
+                InputFact(info.path, False, "neither the job's start nor its end is in it: an excerpt")
+            )
+        else:
+            seen = "start" if s else "end"
+            out.append(InputFact(info.path, None, f"only the job's {seen} is in it"))
+    return tuple(out)
