@@ -193,11 +193,15 @@ def _world_size(comms: tuple[CommFact, ...], ranks: pl.DataFrame) -> Fact:
 
 
 LAUNCHERS = (
-    ("torchrun", r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:|torchrun"),
-    ("slurm", r"\bsrun\b|SLURM_|slurmstepd"),
-    ("mpirun", r"\bmpirun\b|OMPI_|\bPMIX_|prterun|Open MPI"),
-    ("deepspeed", r"deepspeed\.launcher|\[launch\.py"),
-    ("nccl-tests", r"^# nThread \d+ nGpus|^#\s+Rank\s+\d+ Group"),
+    ("torchrun", r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:"),
+    ("slurm", r"\bsrun\b|SLURM_JOB|slurmstepd"),
+    ("mpirun", r"\bmpirun\b|OMPI_COMM_WORLD|prterun"),
+    ("deepspeed", r"deepspeed\.launcher"),
+)
+# Every launcher pattern and nccl-tests' footer, as `parse.logs.evidence.KEEP` holds them for big inputs.
+LAUNCHER = (
+    r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:|\bsrun\b|SLURM_JOB|slurmstepd|\bmpirun\b"
+    r"|OMPI_COMM_WORLD|prterun|deepspeed\.launcher|#\s*Avg bus bandwidth\s*:"
 )
 
 
@@ -209,7 +213,7 @@ def _launcher(logs: LogFrames) -> Fact:
     for name, pattern in LAUNCHERS:
         hit = text.filter(text.str.contains(pattern))
         if hit.len():
-            return Fact(name, f"a line matches {name}'s output: {hit[0].strip()[:120]}", "likely")
+            return Fact(name, f"a line matches {name}'s output: {hit[0].strip()[:60]}", "likely")
     return UNKNOWN
 
 

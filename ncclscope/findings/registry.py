@@ -128,6 +128,7 @@ RULE_MODULES = (
     "rules_errors",
     "rules_gpu",
     "rules_hang",
+    "rules_init",
     "rules_iface",
     "rules_nccltests",
     "rules_topology",

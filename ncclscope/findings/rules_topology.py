@@ -264,60 +264,6 @@ def missing_ranks(ctx: Context) -> Iterable[Finding]:
     ]
 
 
-@rule("init-incomplete", "error", "Communicator init started but did not complete", "config")
-def init_incomplete(ctx: Context) -> Iterable[Finding]:
-    """Ranks with `Init START` but no `Init COMPLETE` for the same communicator. Error when other ranks
-    of that communicator completed (those ranks are stuck or failed in init); warning when none did
-    (the excerpt may simply end before COMPLETE); info when the input is one pasted excerpt (one file
-    holding an elision marker such as `...` or `。。。`) and the stuck ranks print nothing after START."""
-    if ctx.logs.inits.filter(pl.col("phase") == "start").is_empty():
-        return []
-    inits = ctx.init_rows
-    start = inits.filter(pl.col("phase") == "start")
-    done = inits.filter(pl.col("phase") == "complete").select("comm_key", "rank").unique()
-    stuck = start.join(done, on=["comm_key", "rank"], how="anti")
-    if stuck.is_empty():
-        return []
-    out: list[Finding] = []
-    cut = _excerpt_cut(ctx, stuck)
-    for key, rows in stuck.group_by("comm_key", maintain_order=True):
-        completed = done.filter(pl.col("comm_key") == key[0]).height
-        sev: Severity = "error" if completed else "info" if cut else "warning"
-        title = (
-            f"{rows['rank'].n_unique()} rank(s) started init but never completed while {completed} did"
-            if completed
-            else "Init START without Init COMPLETE in the evidence"
-        )
-        out.append(
-            make(
-                "init-incomplete",
-                sev,
-                title,
-                "A rank that never reaches Init COMPLETE is stuck in bootstrap, topology search or "
-                "connection setup; every collective on that communicator will hang.",
-                "Look at the last lines those ranks printed (bootstrap, NET, channel setup) and at WARNs "
-                "on them; check that every rank of the communicator was launched and can reach the others.",
-                first_per(rows, ["host", "pid", "rank"]),
-                ctx,
-                metrics={"comm": key[0]},
-            )
-        )
-    return out
-
-
-ELISION = r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- ?snip ?--)\s*$"
-
-
-def _excerpt_cut(ctx: Context, stuck: pl.DataFrame) -> bool:
-    """One input with a user's elision marker, and no stuck rank printing anything after its START."""
-    if len(ctx.logs.inputs) != 1 or not ctx.logs.unknown["text"].fill_null("").str.contains(ELISION).any():
-        return False
-    last = norm_host(ctx.logs.streams).group_by("path", "host", "pid").agg(pl.col("last_line").max())
-    ends = norm_host(stuck).group_by("path", "host", "pid").agg(pl.col("line").max().alias("start_line"))
-    later = ends.join(last, on=["path", "host", "pid"], how="left")
-    return bool((later["last_line"].fill_null(0) <= later["start_line"]).all())
-
-
 @rule(
     "lightning-world",
     "error",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclscope.report import views_nccltests
+from ncclscope.report import views_health, views_nccltests
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 from ncclscope.report.md_text import code, fenced, text
 
@@ -196,6 +196,13 @@ def render_doc(doc: dict[str, Any]) -> str:
         for k in ("error", "warning", "info")
     )
     out = ["# ncclscope report", "", f"> {_ICON[v['severity']]} **{text(v['text'])}**", ">", f"> {tally}", ""]
-    out += _findings(doc) + _hang(doc) + _ranks(doc) + _environment(doc) + views_nccltests.markdown(doc)
+    out += (
+        views_health.markdown(doc)
+        + _findings(doc)
+        + _hang(doc)
+        + _ranks(doc)
+        + _environment(doc)
+        + views_nccltests.markdown(doc)
+    )
     out += _provenance(doc)
     return "\n".join(out).rstrip("\n") + "\n"

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ncclscope.report import views_nccltests
+from ncclscope.report import views_health, views_nccltests
 from ncclscope.report.document import Document
 from ncclscope.report.safe_text import escape  # Rich markup escaped and control characters made visible
 
@@ -64,6 +64,7 @@ def render(doc: Document, con: Console) -> None:
     if doc["ranks"]["rows"]:
         con.print(ranks_table(doc["ranks"]))
     views_nccltests.terminal(doc, con)
+    views_health.terminal(doc, con)
     if not doc["findings"]:
         con.print("no findings")
     for f in doc["findings"]:

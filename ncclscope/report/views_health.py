@@ -1,0 +1,245 @@
+"""Report stage, health section: what was checked and what was found healthy, with the lines that show it.
+
+`section(s)` builds the document's `health` entry (pure data): the job's facts (`align.facts`), init
+completion per communicator, the WARNs printed before teardown (none, or which), the success marker, the
+data path (transports per channel, GPUDirect RDMA, PXN, channel counts, NICs, algorithm/protocol from
+TUNING lines) and the settings that change it. A clean run then reads as a positive statement with
+evidence. `markdown`, `html` and `terminal` lay it out; every string from the inputs is escaped there.
+"""
+
+from __future__ import annotations
+
+from html import escape as html_escape
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ncclscope.align.phase import APP_END
+from ncclscope.align.rankmap import transport
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ncclscope.session import Session
+
+# Settings that change the data path, each with what it changes (shown when set).
+PATH_SETTINGS = {
+    "NCCL_P2P_LEVEL": "how far apart two GPUs may be and still use P2P (LOC: never)",
+    "NCCL_P2P_DISABLE": "1 turns P2P off: intra-node traffic goes through SHM or the NIC",
+    "NCCL_SHM_DISABLE": "1 turns shared memory off",
+    "NCCL_IB_DISABLE": "1 turns IB/RoCE off: inter-node traffic on TCP sockets",
+    "NCCL_NET": "forces the network transport",
+    "NCCL_NET_GDR_LEVEL": "how close GPU and NIC must be for GPUDirect RDMA",
+    "NCCL_NET_GDR_READ": "GPUDirect RDMA for sends",
+    "NCCL_PXN_DISABLE": "1 turns PXN (send through a peer GPU's NIC) off",
+    "NCCL_TOPO_FILE": "replaces the detected topology",
+    "NCCL_GRAPH_FILE": "replaces the searched rings/trees",
+    "NCCL_MIN_NCHANNELS": "lower bound on channels",
+    "NCCL_MAX_NCHANNELS": "upper bound on channels (fewer channels, less bandwidth)",
+    "NCCL_ALGO": "restricts the algorithms",
+    "NCCL_PROTO": "restricts the protocols",
+    "NCCL_SOCKET_IFNAME": "the interface for bootstrap and socket traffic",
+    "NCCL_IB_HCA": "the HCAs NCCL may use",
+    "NCCL_CROSS_NIC": "whether rings may cross NICs",
+    "NCCL_NVLS_ENABLE": "NVLink SHARP",
+    "NCCL_COLLNET_ENABLE": "CollNet/SHARP",
+}
+MAX_LIST = 8
+
+
+def _cite(row: dict[str, Any]) -> dict[str, Any]:
+    return {"path": row.get("path"), "line": row.get("line"), "text": (row.get("text") or "").strip()[:300]}
+
+
+def _init(s: Session) -> list[dict[str, Any]]:
+    out = []
+    for c in s.facts.communicators:
+        n = c.nranks
+        state = "complete" if n is not None and c.complete >= n else "partial" if c.complete else "not seen"
+        out.append(
+            {
+                "comm": c.key,
+                "nranks": n,
+                "nnodes": c.nnodes,
+                "ranks_seen": c.ranks_seen,
+                "complete": c.complete,
+                "hosts": len(c.hosts),
+                "state": state,
+            }
+        )
+    return out
+
+
+def _warns_before_teardown(s: Session) -> dict[str, Any]:
+    w = s.logs.warnings.filter((pl.col("level") == "WARN") & ~pl.col("benign").fill_null(False))
+    if w.height:
+        w = w.filter(~s.phase.benign_teardown(w))
+    rows = w.sort("path", "line").head(MAX_LIST).to_dicts()
+    return {"count": w.height, "first": [_cite(r) for r in rows]}
+
+
+def _success(s: Session) -> dict[str, Any] | None:
+    hit = s.logs.unknown.filter(pl.col("text").fill_null("").str.contains(APP_END))
+    if hit.is_empty():
+        hit = s.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"^#\s*Avg bus bandwidth\s*:"))
+    return _cite(hit.sort("path", "line").row(0, named=True)) if hit.height else None
+
+
+def _data_path(s: Session) -> dict[str, Any]:
+    conn = s.logs.connections
+    kind = transport().fill_null("?")
+    sub = pl.col("detail").fill_null("").str.extract(r"^([A-Za-z]+)", 1).fill_null("")
+    label = (
+        pl.when(kind == "NET")
+        .then(pl.concat_str([kind, pl.col("net").fill_null("?")], separator="/"))
+        .when((kind == "P2P") & (sub != ""))
+        .then(pl.concat_str([kind, sub], separator="/"))
+        .otherwise(kind)
+    )
+    gdr = pl.when(pl.col("gdr").fill_null(False)).then(pl.lit("/GDRDMA")).otherwise(pl.lit(""))
+    per = (
+        conn.select(t=pl.concat_str([label, gdr]))
+        .group_by("t")
+        .agg(pl.len().alias("n"))
+        .sort(["n", "t"], descending=[True, False])
+    )
+    transports = [{"transport": t, "channels": n} for t, n in per.iter_rows()]
+    ch = s.logs.channels
+    summary = ch.filter(pl.col("kind") == "summary")
+    coll = sorted({int(v) for v in summary["coll_channels"].drop_nulls().to_list()})
+    pxn = sorted({int(v) for v in ch["pxn"].drop_nulls().to_list()})
+    gdr_flag = sorted({int(v) for v in ch["gdr"].drop_nulls().to_list()})
+    net = s.logs.network
+    nics = sorted({h for h in net.filter(pl.col("kind") == "ib_dev")["hca"].drop_nulls().to_list()})
+    ifaces = sorted(
+        {i for i in net.filter(pl.col("kind") == "socket_iface")["iface"].drop_nulls().to_list() if i}
+    )
+    using = sorted({n for n in net.filter(pl.col("kind") == "using_network")["net"].drop_nulls().to_list()})
+    tuning = s.logs.known.filter(
+        pl.col("text").fill_null("").str.contains(r"NCCL INFO .*(?:TUNING|Algo|algo )")
+    )
+    return {
+        "network": using,
+        "transports": transports,
+        "coll_channels": coll,
+        "gdr_flag": gdr_flag,  # `use ring PXN x GDR y`
+        "pxn": pxn,
+        "nics": nics[:MAX_LIST],
+        "socket_ifaces": ifaces[:MAX_LIST],
+        "tuning_lines": tuning.height,
+    }
+
+
+def _settings(s: Session) -> list[dict[str, Any]]:
+    env = s.logs.env.filter(pl.col("name").is_in(list(PATH_SETTINGS)))
+    rows = env.sort("path", "line").unique(["name", "value"], keep="first", maintain_order=True)
+    return [
+        {
+            "name": r["name"],
+            "value": (r["value"] or "").strip(),
+            "changes": PATH_SETTINGS[r["name"]],
+            **_cite(r),
+        }
+        for r in rows.to_dicts()
+    ]
+
+
+def section(s: Session) -> dict[str, Any]:
+    """The `health` entry: facts, init, WARNs before teardown, success marker, data path, settings, statement."""
+    init = _init(s)
+    warns = _warns_before_teardown(s)
+    success = _success(s)
+    bad = [f for f in s.findings if f.severity in ("error", "warning")]
+    done = sum(c["state"] == "complete" for c in init)
+    parts = []
+    if init:
+        parts.append(f"{done} of {len(init)} communicator(s) completed init")
+    parts.append(
+        "no WARN before teardown" if not warns["count"] else f"{warns['count']} WARN(s) before teardown"
+    )
+    if success:
+        parts.append("the run reports success")
+    healthy = not bad and not warns["count"] and done == len(init)
+    lead = "Healthy as far as the evidence goes: " if healthy else "Checked: "
+    return {
+        "healthy": healthy,
+        "statement": lead + "; ".join(parts) + ".",
+        "facts": s.facts.to_dict(),
+        "init": init,
+        "warns_before_teardown": warns,
+        "success": success,
+        "data_path": _data_path(s),
+        "settings": _settings(s),
+    }
+
+
+def _lines(h: dict[str, Any]) -> list[str]:
+    """Plain-text lines of the section (renderers escape them)."""
+    f = h["facts"]
+    out = [h["statement"]]
+    facts = []
+    for key in ("library", "nodes", "world_size", "launcher", "multi_node", "opcount_sequence"):
+        v = f[key]
+        if v["value"] is not None:
+            facts.append(f"{key.replace('_', ' ')}: {v['value']} ({v['sure']}: {v['how']})")
+    out += facts
+    for c in h["init"][:MAX_LIST]:
+        out.append(
+            f"communicator {c['comm']}: {c['complete']}/{c['nranks'] or '?'} ranks completed init"
+            + (f", nNodes {c['nnodes']}" if c["nnodes"] is not None else "")
+        )
+    if len(h["init"]) > MAX_LIST:
+        out.append(f"… and {len(h['init']) - MAX_LIST} more communicators")
+    for w in h["warns_before_teardown"]["first"][:3]:
+        out.append(f"WARN before teardown: {w['text']}")
+    if h["success"]:
+        out.append(f"success marker: {h['success']['text']}")
+    d = h["data_path"]
+    if d["transports"]:
+        out.append(
+            "data path: "
+            + ", ".join(f"{t['transport']} ×{t['channels']}" for t in d["transports"][:MAX_LIST])
+        )
+    extras = []
+    if d["network"]:
+        extras.append("network " + "/".join(d["network"]))
+    if d["coll_channels"]:
+        extras.append("coll channels " + "/".join(map(str, d["coll_channels"])))
+    if d["pxn"]:
+        extras.append("PXN " + "/".join(map(str, d["pxn"])))
+    if d["gdr_flag"]:
+        extras.append("GDR " + "/".join(map(str, d["gdr_flag"])))
+    if d["nics"]:
+        extras.append("NICs " + ", ".join(d["nics"]))
+    if extras:
+        out.append("; ".join(extras))
+    for st in h["settings"][:MAX_LIST]:
+        out.append(f"{st['name']}={st['value']}: {st['changes']}")
+    return out
+
+
+def markdown(doc: dict[str, Any]) -> list[str]:
+    from ncclscope.report.md_text import text
+
+    h = doc.get("health")
+    if not h:
+        return []
+    return ["## Health", "", *[f"- {text(x)}" for x in _lines(h)], ""]
+
+
+def html(doc: dict[str, Any]) -> str:
+    h = doc.get("health")
+    if not h:
+        return ""
+    return "<ul>" + "".join(f"<li>{html_escape(x)}</li>" for x in _lines(h)) + "</ul>"
+
+
+def terminal(doc: dict[str, Any], con: Console) -> None:
+    from rich.markup import escape
+
+    h = doc.get("health")
+    if not h:
+        return
+    con.print("[b]Health[/b]")
+    for x in _lines(h):
+        con.print("  " + escape(x))
