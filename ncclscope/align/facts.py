@@ -82,12 +82,21 @@ class JobFacts:
     opcount_sequence: Fact = UNKNOWN
     communicators: tuple[CommFact, ...] = ()
     inputs: tuple[InputFact, ...] = field(default=())
+    jobs: tuple[tuple[str, ...], ...] = ()  # input paths per job, when the inputs hold several (else empty)
+    several_jobs: Fact = UNKNOWN
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def comm(self, key: str) -> CommFact | None:
         return next((c for c in self.communicators if c.key == key), None)
+
+    def job_of(self) -> pl.Expr:
+        """The job index of each row's `path` (0 for every row when the inputs hold one job)."""
+        expr = pl.lit(0)
+        for i, paths in enumerate(self.jobs):
+            expr = pl.when(pl.col("path").is_in(list(paths))).then(pl.lit(i)).otherwise(expr)
+        return expr.alias("_job")
 
 
 def real_hosts(procs: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -107,6 +116,7 @@ def derive(logs: LogFrames, ranks: pl.DataFrame, comms: pl.DataFrame, inits: pl.
     hosts, phantom = real_hosts(ranks.select("host", "pid"))
     communicators = _communicators(comms, inits)
     nodes, multi = _nodes(logs, hosts, communicators)
+    jobs, several = _jobs(inits)
     return JobFacts(
         hosts=hosts,
         phantom_hosts=phantom,
@@ -118,6 +128,8 @@ def derive(logs: LogFrames, ranks: pl.DataFrame, comms: pl.DataFrame, inits: pl.
         opcount_sequence=_opcount(logs),
         communicators=communicators,
         inputs=_inputs(logs),
+        jobs=jobs,
+        several_jobs=several,
     )
 
 
@@ -280,3 +292,38 @@ def _inputs(logs: LogFrames) -> tuple[InputFact, ...]:
             seen = "start" if s else "end"
             out.append(InputFact(info.path, None, f"only the job's {seen} is in it"))
     return tuple(out)
+
+
+def _jobs(inits: pl.DataFrame) -> tuple[tuple[tuple[str, ...], ...], Fact]:
+    """Inputs that share no communicator and each hold every rank of their own largest one are separate jobs
+    (two runs' logs in one directory); anything less is one job as far as the lines tell."""
+    ids = inits.filter(pl.col("comm_id").is_not_null() & pl.col("path").is_not_null())
+    paths = sorted(set(ids["path"].to_list()))
+    if len(paths) < 2:
+        return (), Fact(False if paths else None, "at most one input names communicators", "likely")
+    parent = {p: p for p in paths}
+
+    def root(p: str) -> str:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    for _, g in ids.group_by("comm_id"):
+        ps = sorted(set(g["path"].to_list()))
+        for other in ps[1:]:
+            parent[root(other)] = root(ps[0])
+    groups: dict[str, list[str]] = {}
+    for p in paths:
+        groups.setdefault(root(p), []).append(p)
+    if len(groups) < 2:
+        return (), Fact(False, "the inputs share communicators (commId)")
+    for members in groups.values():
+        g = ids.filter(pl.col("path").is_in(members))
+        top = g.sort("nranks", descending=True, nulls_last=True)["comm_id"][0]
+        world = g.filter(pl.col("comm_id") == top)
+        if world["nranks"].max() != world["rank"].n_unique():
+            how = "the inputs share no commId, but one of them lacks ranks of its largest communicator"
+            return (), Fact(None, how, "unknown")
+    jobs = tuple(tuple(m) for m in sorted(groups.values()))
+    how = f"{len(jobs)} groups of inputs share no commId and each holds every rank of its own largest communicator"
+    return jobs, Fact(True, how)

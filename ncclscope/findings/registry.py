@@ -129,6 +129,7 @@ RULE_MODULES = (
     "rules_gpu",
     "rules_hang",
     "rules_init",
+    "rules_jobs",
     "rules_iface",
     "rules_nccltests",
     "rules_topology",

@@ -23,8 +23,8 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     ranks of that communicator completed (those ranks are stuck or failed in init); warning when none did
     (the excerpt may simply end before COMPLETE); info when the input is one pasted excerpt (one file holding
     an elision marker such as `...` or `。。。`) and the stuck ranks print nothing after START. When the job
-    facts do not show the input whole (start and end) and the stuck ranks are silent after START, the error
-    becomes a warning that says so: an excerpt's end is no job state."""
+    facts do not show the input whole (start and end) and the stuck ranks are silent after START, an excerpt's
+    end is no job state: the error becomes a warning and the warning info, each saying so."""
     if ctx.logs.inits.filter(pl.col("phase") == "start").is_empty():
         return []
     inits = ctx.init_rows
@@ -38,7 +38,9 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     silent = _silent_after(ctx, stuck) and not all(i.whole for i in ctx.job.inputs)
     for key, rows in stuck.group_by("comm_key", maintain_order=True):
         completed = done.filter(pl.col("comm_key") == key[0]).height
-        sev: Severity = ("warning" if silent else "error") if completed else "info" if cut else "warning"
+        sev: Severity = (
+            ("warning" if silent else "error") if completed else "info" if (cut or silent) else "warning"
+        )
         n = rows["rank"].n_unique()
         title = (
             f"{n} rank(s) started init but never completed while {completed} did"
@@ -46,6 +48,8 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
             else f"If this log is whole, {n} rank(s) never completed init while {completed} did (they print "
             "nothing after Init START: the excerpt may end there)"
             if completed
+            else "Init START without Init COMPLETE before the excerpt ends (if the log is whole, init hung there)"
+            if silent and not cut
             else "Init START without Init COMPLETE in the evidence"
         )
         out.append(

@@ -60,3 +60,36 @@ def test_comm_local_ranks_are_read_in_their_communicator(tmp_path: Path) -> None
     assert not [f for f in s.findings if f.id == "p2p-degraded" and f.severity == "warning"]
     sizes = sorted((c.nranks, c.global_ranks) for c in s.facts.communicators)
     assert sizes == [(2, False), (16, True)]
+
+
+def test_coll_lines_after_start_prove_init_finished() -> None:
+    """Rank 1's `Init COMPLETE` is not in the excerpt, but its COLL lines on the same comm pointer prove init
+    finished: no init-incomplete (it was an error: '1 rank(s) started init but never completed while 1 did')."""
+    s = analyze([str(DATA / "rocm6074_excerpt_no_complete_rank1.log")])
+    assert "init-incomplete" not in {f.id for f in s.findings}
+    assert s.facts.opcount_sequence.value is True
+
+
+COMPLETE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "complete"
+
+
+def test_two_jobs_in_one_directory_are_not_one_job_on_two_versions(tmp_path: Path) -> None:
+    """Two whole healthy runs (NCCL 2.18.5, 16 ranks; NCCL 2.25.1, 16 ranks) copied into one directory: before,
+    an ERROR 'Ranks run different NCCL versions' and an env-mismatch ERROR; now one several-jobs warning."""
+    import gzip
+    import shutil
+
+    import pytest
+
+    rgat = COMPLETE / "mlperf51dell_2x8_b200_rgat.log"
+    if not rgat.exists():
+        pytest.skip("../shared/corpus/complete is absent")
+    bert = Path(__file__).resolve().parents[2] / "samples" / "complete" / "mlperf50dell_2x8_h200_bert.log.gz"
+    (tmp_path / "bert.log").write_bytes(gzip.decompress(bert.read_bytes()))
+    shutil.copy(rgat, tmp_path / "rgat.log")
+    s = analyze([str(tmp_path)])
+    assert s.facts.several_jobs.value is True and len(s.facts.jobs) == 2
+    bad = {(f.id, f.severity) for f in s.findings if f.severity in ("error", "warning")}
+    assert bad == {("several-jobs", "warning")}
+    # each run alone is still one job
+    assert analyze([str(tmp_path / "bert.log")]).facts.jobs == ()

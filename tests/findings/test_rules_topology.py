@@ -190,9 +190,11 @@ def test_init_incomplete_on_a_pasted_excerpt_is_info() -> None:
     )
     [f] = run("init-incomplete", replace(base, inputs=(InputInfo("job.log", 6),)))
     assert f.severity == "info"
+    # no elision marker, but the input shows neither the job's start banner nor its end, and the rank is
+    # silent after START: the excerpt's end is no job state (issue 29)
     no_marker = replace(base, inputs=(InputInfo("job.log", 6),), unknown=logs().unknown)
     [f] = run("init-incomplete", no_marker)
-    assert f.severity == "warning"
+    assert f.severity == "info" and "if the log is whole" in f.title
 
 
 def _lw(rank: int, member: str, size: int, **kw: object) -> dict[str, object]:
