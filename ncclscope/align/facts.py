@@ -32,6 +32,46 @@ NCCLTESTS_FOOTER = r"^#\s*Avg bus bandwidth\s*:"
 # with that host's pids is a phantom.
 
 
+# Settings that change the data path, each with what it changes (the health summary lists those set; the
+# bandwidth rule names those in LOWERS_BANDWIDTH as the cause of a slow run).
+DATA_PATH_SETTINGS = {
+    "NCCL_P2P_LEVEL": "how far apart two GPUs may be and still use P2P (LOC: never)",
+    "NCCL_P2P_DISABLE": "1 turns P2P off: intra-node traffic goes through SHM or the NIC",
+    "NCCL_SHM_DISABLE": "1 turns shared memory off",
+    "NCCL_IB_DISABLE": "1 turns IB/RoCE off: inter-node traffic on TCP sockets",
+    "NCCL_NET": "forces the network transport",
+    "NCCL_NET_GDR_LEVEL": "how close GPU and NIC must be for GPUDirect RDMA",
+    "NCCL_NET_GDR_READ": "GPUDirect RDMA for sends",
+    "NCCL_PXN_DISABLE": "1 turns PXN (send through a peer GPU's NIC) off",
+    "NCCL_TOPO_FILE": "replaces the detected topology",
+    "NCCL_GRAPH_FILE": "replaces the searched rings/trees",
+    "NCCL_MIN_NCHANNELS": "lower bound on channels",
+    "NCCL_MAX_NCHANNELS": "upper bound on channels (fewer channels, less bandwidth)",
+    "NCCL_ALGO": "restricts the algorithms",
+    "NCCL_PROTO": "restricts the protocols",
+    "NCCL_SOCKET_IFNAME": "the interface for bootstrap and socket traffic",
+    "NCCL_IB_HCA": "the HCAs NCCL may use",
+    "NCCL_CROSS_NIC": "whether rings may cross NICs",
+    "NCCL_NVLS_ENABLE": "NVLink SHARP",
+    "NCCL_COLLNET_ENABLE": "CollNet/SHARP",
+}
+# Those that can only take bandwidth away from what NCCL would pick on its own.
+LOWERS_BANDWIDTH = frozenset(
+    {
+        "NCCL_P2P_LEVEL",
+        "NCCL_P2P_DISABLE",
+        "NCCL_SHM_DISABLE",
+        "NCCL_IB_DISABLE",
+        "NCCL_NET_GDR_LEVEL",
+        "NCCL_TOPO_FILE",
+        "NCCL_GRAPH_FILE",
+        "NCCL_MAX_NCHANNELS",
+        "NCCL_ALGO",
+        "NCCL_PROTO",
+    }
+)
+
+
 @dataclass(frozen=True)
 class Fact:
     """One fact: its value (None when unknown), the evidence it came from, and how sure it is."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ncclscope.align.facts import DATA_PATH_SETTINGS as PATH_SETTINGS
 from ncclscope.align.phase import APP_END
 from ncclscope.align.rankmap import transport
 
@@ -22,28 +23,6 @@ if TYPE_CHECKING:
 
     from ncclscope.session import Session
 
-# Settings that change the data path, each with what it changes (shown when set).
-PATH_SETTINGS = {
-    "NCCL_P2P_LEVEL": "how far apart two GPUs may be and still use P2P (LOC: never)",
-    "NCCL_P2P_DISABLE": "1 turns P2P off: intra-node traffic goes through SHM or the NIC",
-    "NCCL_SHM_DISABLE": "1 turns shared memory off",
-    "NCCL_IB_DISABLE": "1 turns IB/RoCE off: inter-node traffic on TCP sockets",
-    "NCCL_NET": "forces the network transport",
-    "NCCL_NET_GDR_LEVEL": "how close GPU and NIC must be for GPUDirect RDMA",
-    "NCCL_NET_GDR_READ": "GPUDirect RDMA for sends",
-    "NCCL_PXN_DISABLE": "1 turns PXN (send through a peer GPU's NIC) off",
-    "NCCL_TOPO_FILE": "replaces the detected topology",
-    "NCCL_GRAPH_FILE": "replaces the searched rings/trees",
-    "NCCL_MIN_NCHANNELS": "lower bound on channels",
-    "NCCL_MAX_NCHANNELS": "upper bound on channels (fewer channels, less bandwidth)",
-    "NCCL_ALGO": "restricts the algorithms",
-    "NCCL_PROTO": "restricts the protocols",
-    "NCCL_SOCKET_IFNAME": "the interface for bootstrap and socket traffic",
-    "NCCL_IB_HCA": "the HCAs NCCL may use",
-    "NCCL_CROSS_NIC": "whether rings may cross NICs",
-    "NCCL_NVLS_ENABLE": "NVLink SHARP",
-    "NCCL_COLLNET_ENABLE": "CollNet/SHARP",
-}
 MAX_LIST = 8
 
 
