@@ -28,8 +28,7 @@ from ncclscope.frames import LogFrames
 Sure = Literal["proven", "likely", "unknown"]
 RCCL_BANNER = r"^\s*RCCL version\s*:?\s*(\S+)"
 NCCLTESTS_FOOTER = r"^#\s*Avg bus bandwidth\s*:"
-# `-1node-00`: the tail of an nccl-tests row glued to a prefix; a host that prints only a part of another's name
-# with that host's pids is a phantom.
+GLUED_TAIL = frozenset("0123456789.+)|")  # how a table column or a printed number ends
 
 
 # Settings that change the data path, each with what it changes (the health summary lists those set; the
@@ -142,19 +141,28 @@ class JobFacts:
 def real_hosts(procs: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(hosts, phantoms) from (host, pid) rows. A phantom is another host's name with text glued before it
     (`-1node-00` beside `node-00`: an nccl-tests row's last column run into the next line's prefix) whose
-    pids are all that host's pids."""
+    pids are all that host's pids, the glued text ending as a table column does (a digit, `.`, `+`, `)`), not
+    as a host name's own part (`job-` of `job-worker-0` beside `worker-0`)."""
     rows = procs.filter(pl.col("host").fill_null("") != "").select("host", "pid").unique()
     pids: dict[str, set[int]] = {}
     for h, p in rows.iter_rows():
         pids.setdefault(h, set()).add(p)
-    phantom = {h for h in pids for g in pids if g != h and h.endswith(g) and pids[h] <= pids[g]}
+    phantom = {
+        h
+        for h in pids
+        for g in pids
+        if g != h and h.endswith(g) and pids[h] <= pids[g] and h[-len(g) - 1] in GLUED_TAIL
+    }
     return tuple(sorted(set(pids) - phantom)), tuple(sorted(phantom))
 
 
 def derive(logs: LogFrames, ranks: pl.DataFrame, comms: pl.DataFrame, inits: pl.DataFrame) -> JobFacts:
     """Every fact of one analysis, from the log tables and the rank map (`inits`: `rankmap.init_rows`)."""
-    hosts, phantom = real_hosts(ranks.select("host", "pid"))
-    communicators = _communicators(comms, inits)
+    # every (host, pid) that printed a prefixed line: the rank map has dropped the phantoms already
+    procs = [t.select("host", "pid") for t in (ranks, inits, logs.streams) if t.height]
+    hosts, phantom = real_hosts(pl.concat(procs, how="vertical_relaxed")) if procs else ((), ())
+    real = {h: next(g for g in hosts if h.endswith(g)) for h in phantom if any(h.endswith(g) for g in hosts)}
+    communicators = _communicators(comms, inits.with_columns(pl.col("host").replace(real)))
     nodes, multi = _nodes(logs, hosts, communicators)
     jobs, several = _jobs(inits)
     return JobFacts(

@@ -93,3 +93,45 @@ def test_two_jobs_in_one_directory_are_not_one_job_on_two_versions(tmp_path: Pat
     assert bad == {("several-jobs", "warning")}
     # each run alone is still one job
     assert analyze([str(tmp_path / "bert.log")]).facts.jobs == ()
+
+
+def _glue(lines: list[str], row: int, other: int) -> str:
+    """`lines` with line `other` run onto the end of line `row` (two writers sharing one stdout), in place of both."""
+    glued = lines[row].rstrip("\n") + lines[other]
+    return "".join(glued if k == row else ln for k, ln in enumerate(lines) if k != other)
+
+
+def test_a_line_glued_to_a_prefix_is_no_second_host(tmp_path: Path) -> None:
+    """The RCCL run's `[GPU0] Epoch 9 | … Steps: 32` with rank 1's next NCCL line run onto it reads as host
+    `32b1cc0f529b57`. Before: two hosts, so 'multi-node' and an iface-virtual ERROR and a socket finding on a
+    one-container job; now the glued name is a phantom and the job stays single-node with no finding."""
+    lines = (DATA / "rccl1055_healthy_2gpu_2_18_3.log").read_text().splitlines(keepends=True)
+    row = next(k for k, ln in enumerate(lines) if ln.startswith("[GPU0] Epoch 9"))
+    other = next(k for k, ln in enumerate(lines) if "Connection closed by localRank 1" in ln)
+    log = tmp_path / "glued.log"
+    log.write_text(_glue(lines, row, other))
+    s = analyze([str(log)])
+    assert s.facts.hosts == ("b1cc0f529b57",) and s.facts.phantom_hosts == ("32b1cc0f529b57",)
+    assert s.facts.multi_node.value is False
+    assert not [f for f in s.findings if f.severity in ("error", "warning")]
+    assert set(s.ranks["host"].to_list()) == {"b1cc0f529b57"}
+
+
+def test_an_nccl_tests_row_glued_to_a_prefix_keeps_the_real_hosts(tmp_path: Path) -> None:
+    """samples/nccltests awstutorial (2 nodes, NCCL INFO interleaved with the table): its first table row with
+    ip-host-01's `Init COMPLETE` line run onto it gives host `0e+00ip-host-01`, a phantom."""
+    src = (
+        Path(__file__).resolve().parents[2]
+        / "samples"
+        / "nccltests"
+        / "awstutorial_a10g_2node_socket_nccl2_11_4.log"
+    )
+    lines = src.read_text().splitlines(keepends=True)
+    row = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith("8 ") and "float" in ln)
+    other = next(k for k, ln in enumerate(lines) if "ip-host-01" in ln and "Init COMPLETE" in ln)
+    log = tmp_path / "glued.log"
+    log.write_text(_glue(lines, row, other))
+    s = analyze([str(log)])
+    assert s.facts.hosts == ("ip-host-00", "ip-host-01") and s.facts.phantom_hosts == ("0e+00ip-host-01",)
+    assert s.ranks.height == 2
+    assert [c.hosts for c in s.facts.communicators] == [("ip-host-00", "ip-host-01")]
