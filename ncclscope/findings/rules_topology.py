@@ -158,8 +158,9 @@ def _neighbour_checks(nb: pl.DataFrame, ctx: Context) -> list[Finding]:
 def split_world(ctx: Context) -> Iterable[Finding]:
     """Reasons about the communicators that span hosts, not every communicator a framework creates
     (Megatron/apex build node-local groups of nRanks = GPUs per node inside a larger world). Error when
-    ≥2 hosts print Init lines and no communicator spans two of them (a communicator whose lines say
-    `nNodes 1` spans one node whatever the hosts) (every node formed its own world:
+    ≥2 hosts print Init lines and no communicator spans two of them (communicators told apart only by their
+    order whose lines say `nNodes 1` span one node whatever the hosts; one commId on two hosts spans them,
+    `nNodes 1` then meaning pods of one machine) (every node formed its own world:
     wrong num_nodes/world size, nccl-tests without MPI); when one communicator (same commId) has a rank
     claimed on two hosts; or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`."""
     root = warnings_matching(ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
@@ -168,10 +169,12 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     inits = ctx.init_rows.filter((pl.col("nranks") >= 2) & (pl.col("host") != ""))
     shape = _comm_hosts(inits)
     # NCCL's own `nNodes 1` overrides what the hosts suggest: such lines are separate communicators
+    # (for communicators keyed by order, `n<N>#k`); one commId on two hosts is one communicator whatever nNodes
+    # says (with `nNodes 1` the hosts are pods or containers of one machine)
     spanning = shape.filter(
         (pl.col("n_hosts") >= 2)
         & (pl.col("pairs") == pl.col("ranks_seen"))
-        & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1))
+        & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1) | pl.col("comm_id").is_not_null())
     )
     claimed = shape.filter(pl.col("comm_id").is_not_null() & (pl.col("pairs") > pl.col("ranks_seen")))
     dup = _claimed_twice(inits.join(claimed.select("comm_key"), on="comm_key"))

@@ -135,3 +135,32 @@ def test_an_nccl_tests_row_glued_to_a_prefix_keeps_the_real_hosts(tmp_path: Path
     assert s.facts.hosts == ("ip-host-00", "ip-host-01") and s.facts.phantom_hosts == ("0e+00ip-host-01",)
     assert s.ranks.height == 2
     assert [c.hosts for c in s.facts.communicators] == [("ip-host-00", "ip-host-01")]
+
+
+# ROCm/ROCm#6074 comment #1 (RCCL 2.27.7): both ranks' Init and `comm … nRanks 2 nNodes 1` lines, with rank 1's
+# host renamed `TARS-b`, as two k8s pods of one machine print (composed: one public log holding such a pair whole
+# was not found). NCCL counts one node; the host names are pods.
+PODS = """\
+TARS:829507:829550 [0] NCCL INFO ncclCommInitRankConfig_impl comm 0x2bc1f840 rank 0 nranks 2 cudaDev 0 nvmlDev 0 \
+busId 3000 commId 0xcde2ea451c75c2ba - Init START
+TARS-b:829508:829551 [1] NCCL INFO ncclCommInitRankConfig_impl comm 0x3ab1b680 rank 1 nranks 2 cudaDev 1 nvmlDev 1 \
+busId d000 commId 0xcde2ea451c75c2ba - Init START
+TARS:829507:829550 [0] NCCL INFO comm 0x2bc1f840 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0
+TARS-b:829508:829551 [1] NCCL INFO comm 0x3ab1b680 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0
+TARS:829507:829550 [0] NCCL INFO Channel 00/0 : 0[3000] -> 1[d000] via P2P/IPC comm 0x2bc1f840 nRanks 02
+TARS-b:829508:829551 [1] NCCL INFO Channel 00/0 : 1[d000] -> 0[3000] via P2P/IPC comm 0x3ab1b680 nRanks 02
+TARS:829507:829550 [0] NCCL INFO ncclCommInitRankConfig_impl comm 0x2bc1f840 rank 0 nranks 2 cudaDev 0 nvmlDev 0 \
+busId 3000 commId 0xcde2ea451c75c2ba - Init COMPLETE
+TARS-b:829508:829551 [1] NCCL INFO ncclCommInitRankConfig_impl comm 0x3ab1b680 rank 1 nranks 2 cudaDev 1 nvmlDev 1 \
+busId d000 commId 0xcde2ea451c75c2ba - Init COMPLETE
+"""
+
+
+def test_one_communicator_across_two_pods_is_one_node(tmp_path: Path) -> None:
+    log = tmp_path / "pods.log"
+    log.write_text(PODS.replace("\\\n", ""))
+    s = analyze([str(log)])
+    assert s.facts.hosts == ("TARS", "TARS-b")
+    assert (s.facts.nodes.value, s.facts.multi_node.value, s.facts.nodes.sure) == (1, False, "proven")
+    assert "nNodes 1" in s.facts.nodes.how
+    assert not [f for f in s.findings if f.severity in ("error", "warning")]

@@ -82,10 +82,12 @@ def test_split_world_same_rank_on_two_hosts() -> None:
 
 
 def test_split_world_each_host_one_node() -> None:
+    # `comm … nRanks 2 nNodes 1` lines carry no commId: nothing says the two hosts share one communicator
+    # (with one commId they would: pods of one machine, tests/align/test_facts.py)
     lf = logs(
         inits=[
-            init(A, 0, 2, phase="comm", nnodes=1),
-            init(proc("node-b", 7, 0), 1, 2, phase="comm", nnodes=1),
+            init(A, 0, 2, phase="comm", nnodes=1, comm_id=None),
+            init(proc("node-b", 7, 0), 1, 2, phase="comm", nnodes=1, comm_id=None),
         ]
     )
     assert [f.id for f in run("split-world", lf)] == ["split-world"]
