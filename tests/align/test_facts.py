@@ -164,3 +164,22 @@ def test_one_communicator_across_two_pods_is_one_node(tmp_path: Path) -> None:
     assert (s.facts.nodes.value, s.facts.multi_node.value, s.facts.nodes.sure) == (1, False, "proven")
     assert "nNodes 1" in s.facts.nodes.how
     assert not [f for f in s.findings if f.severity in ("error", "warning")]
+
+
+ISSUES = COMPLETE.parent / "issues"
+
+
+def test_172_17_on_a_physical_nic_is_not_called_a_docker_bridge() -> None:
+    """nccl417 (../shared/corpus/issues): one VM, `Bootstrap : Using [0]enp68s0f0:172.17.6.148<0>`. Before: a
+    warning calling it a Docker bridge; now info, conditional on the job spanning nodes (the count is unknown)."""
+    import pytest
+
+    log = ISSUES / "nccl417_stripped_prefix_vm_3gpu_hang_2_7_8.log"
+    if not log.exists():
+        pytest.skip("../shared/corpus/issues is absent")
+    s = analyze([str(log)])
+    [f] = [f for f in s.findings if f.id == "iface-virtual"]
+    assert f.severity == "info" and f.title.startswith(
+        "If this job spans nodes, check enp68s0f0 (172.17.6.148)"
+    )
+    assert s.facts.multi_node.value is None
