@@ -183,3 +183,24 @@ def test_172_17_on_a_physical_nic_is_not_called_a_docker_bridge() -> None:
         "If this job spans nodes, check enp68s0f0 (172.17.6.148)"
     )
     assert s.facts.multi_node.value is None
+
+
+def test_opcount_that_never_grows_is_a_fact(tmp_path: Path) -> None:
+    """COLL lines that all print `opCount 0` (as nccl-tests runs do) say opCount is no sequence; the ROCm#6074
+    lines, whose opCount grows 0, 1, …, say it is. Composed: the #6074 COLL line format with opCount 0 and a
+    size sweep of counts."""
+    line = (
+        "TARS:{pid}:{pid} [{r}] NCCL INFO AllReduce: opCount 0 sendbuff 0x7973d6e00400 recvbuff 0x7973d6e00400 "
+        "count {c} datatype 7 op 0 root 0 comm 0x{ptr} [nranks=2] stream 0x5502e7307980\n"
+    )
+    text = "".join(
+        line.format(pid=pid, r=r, c=c, ptr=ptr)
+        for c in (2, 4, 8, 16)
+        for pid, r, ptr in ((829507, 0, "2bc1f840"), (829508, 1, "3ab1b680"))
+    )
+    log = tmp_path / "opcount0.log"
+    log.write_text(text)
+    f = analyze([str(log)]).facts.opcount_sequence
+    assert (f.value, f.sure) == (False, "proven") and "opCount 0" in f.how
+    grows = analyze([str(DATA / "rocm6074_excerpt_no_complete_rank1.log")]).facts.opcount_sequence
+    assert grows.value is True
