@@ -50,11 +50,14 @@ def _init(s: Session) -> list[dict[str, Any]]:
 
 
 def _warns_before_teardown(s: Session) -> dict[str, Any]:
-    w = s.logs.warnings.filter((pl.col("level") == "WARN") & ~pl.col("benign").fill_null(False))
+    """WARN lines printed before their input's teardown: unexplained ones (cited) and known-benign ones (counted)."""
+    w = s.logs.warnings.filter(pl.col("level") == "WARN")
     if w.height:
         w = w.filter(~s.phase.benign_teardown(w))
+    benign = w.filter(pl.col("benign").fill_null(False))
+    w = w.filter(~pl.col("benign").fill_null(False))
     rows = w.sort("path", "line").head(MAX_LIST).to_dicts()
-    return {"count": w.height, "first": [_cite(r) for r in rows]}
+    return {"count": w.height, "benign": benign.height, "first": [_cite(r) for r in rows]}
 
 
 def _success(s: Session) -> dict[str, Any] | None:
@@ -133,8 +136,11 @@ def section(s: Session) -> dict[str, Any]:
     parts = []
     if init:
         parts.append(f"{done} of {len(init)} communicator(s) completed init")
+    known = f" ({warns['benign']} known-benign)" if warns["benign"] else ""
     parts.append(
-        "no WARN before teardown" if not warns["count"] else f"{warns['count']} WARN(s) before teardown"
+        (f"no unexplained WARN before teardown{known}" if warns["benign"] else "no WARN before teardown")
+        if not warns["count"]
+        else f"{warns['count']} WARN(s) before teardown{known}"
     )
     if success:
         parts.append("the run reports success")

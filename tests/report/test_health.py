@@ -40,3 +40,12 @@ def test_json_carries_facts_and_health() -> None:
 def test_markdown_shows_health_section() -> None:
     md = markdown.render_doc(D.build(analyze([BERT])))
     assert "## Health" in md and "NCCL\\_ALGO=RING" in md
+
+
+def test_known_benign_warns_are_counted_not_hidden() -> None:
+    """RCCL's 56 `MSCCL++: Cannot enable MSCCL++` WARNs come before teardown: counted as known-benign."""
+    mango = str(ROOT / "samples" / "complete" / "mlperf50mangoboost_mi300x_2node_lora.log.gz")
+    h = D.build(analyze([mango]))["health"]
+    assert h["warns_before_teardown"]["count"] == 0 and h["warns_before_teardown"]["benign"] == 56
+    assert "no unexplained WARN before teardown (56 known-benign)" in h["statement"]
+    assert h["facts"]["library"]["value"] == "RCCL 2.22.3-HEAD:271856d"
