@@ -156,7 +156,8 @@ def _footer(s: Session) -> tuple[float, Evidence] | None:
     return float(sm["avg_busbw_gbps"].mean()), Evidence(r["path"], r["line"], (r["text"] or "").strip())  # type: ignore[arg-type]
 
 
-def _compare_footer(a: Session, b: Session) -> list[Difference]:
+def _compare_footer(a: Session, b: Session, *, sizes: bool) -> list[Difference]:
+    """The footers' change; relevant only when no size was compared (`sizes`: the tables gave a comparison)."""
     fa, fb = _footer(a), _footer(b)
     if fa is None or fb is None or fa[0] == fb[0]:
         return []
@@ -172,7 +173,7 @@ def _compare_footer(a: Session, b: Session) -> list[Difference]:
             evidence_a=(fa[1],),
             evidence_b=(fb[1],),
             rank=RANK,
-            relevant=change >= REL_CHANGE,
+            relevant=change >= REL_CHANGE and not sizes,
         )
     ]
 
@@ -182,9 +183,9 @@ def compare_results(a: Session, b: Session) -> list[Difference]:
     busbw per operation and size, and how far apart the ranks arrive."""
     out: list[Difference] = []
     na, nb = _best_nccltests(a), _best_nccltests(b)
-    if na.height or nb.height:
-        out += _compare(na, nb, "nccl-tests")
-    out += _compare_footer(a, b)
+    table: list[Difference] = _compare(na, nb, "nccl-tests") if (na.height or nb.height) else []
+    out += table
+    out += _compare_footer(a, b, sizes=any(d.a is not None and d.b is not None for d in table))
     ta, tb = _trace_busbw(a), _trace_busbw(b)
     if ta.height and tb.height:
         out += _compare(ta, tb, "trace")
