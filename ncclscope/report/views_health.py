@@ -17,6 +17,7 @@ import polars as pl
 from ncclscope.align.facts import DATA_PATH_SETTINGS as PATH_SETTINGS
 from ncclscope.align.phase import APP_END
 from ncclscope.align.rankmap import transport
+from ncclscope.report.facts import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -146,16 +147,31 @@ def section(s: Session) -> dict[str, Any]:
         parts.append("the run reports success")
     healthy = not bad and not warns["count"] and done == len(init)
     lead = "Healthy as far as the evidence goes: " if healthy else "Checked: "
-    return {
-        "healthy": healthy,
-        "statement": lead + "; ".join(parts) + ".",
-        "facts": s.facts.to_dict(),
-        "init": init,
-        "warns_before_teardown": warns,
-        "success": success,
-        "data_path": _data_path(s),
-        "settings": _settings(s),
-    }
+    out: dict[str, Any] = _printable(
+        {
+            "healthy": healthy,
+            "statement": lead + "; ".join(parts) + ".",
+            "facts": s.facts.to_dict(),
+            "init": init,
+            "warns_before_teardown": warns,
+            "success": success,
+            "data_path": _data_path(s),
+            "settings": _settings(s),
+        }
+    )
+    return out
+
+
+def _printable(obj: Any) -> Any:
+    """Every string of the section fit to quote (input paths, host names and log text are data: no control
+    characters reach a terminal or a page)."""
+    if isinstance(obj, str):
+        return printable(obj)
+    if isinstance(obj, dict):
+        return {k: _printable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_printable(v) for v in obj]
+    return obj
 
 
 def _lines(h: dict[str, Any]) -> list[str]:
