@@ -18,16 +18,21 @@ Precedence (each with its reason):
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal
 
 import polars as pl
 
-from ncclscope.align.phase import APP_END, TEARDOWN_MSG
+from ncclscope.align.facts_inputs import (
+    UNKNOWN,
+    Fact,
+    InputFact,
+    inputs_of,
+    jobs_of,
+    launcher_of,
+    library_of,
+    opcount_of,
+)
 from ncclscope.frames import LogFrames
 
-Sure = Literal["proven", "likely", "unknown"]
-RCCL_BANNER = r"^\s*RCCL version\s*:?\s*(\S+)"
-NCCLTESTS_FOOTER = r"^#\s*Avg bus bandwidth\s*:"
 GLUED_TAIL = frozenset("0123456789.+)|")  # how a table column or a printed number ends
 
 
@@ -72,18 +77,6 @@ LOWERS_BANDWIDTH = frozenset(
 
 
 @dataclass(frozen=True)
-class Fact:
-    """One fact: its value (None when unknown), the evidence it came from, and how sure it is."""
-
-    value: int | str | bool | None
-    how: str
-    sure: Sure = "proven"
-
-
-UNKNOWN = Fact(None, "no line says", "unknown")
-
-
-@dataclass(frozen=True)
 class CommFact:
     """One communicator: its key (commId or `n<N>#k`), size, nodes, the hosts and global ranks of its members.
     `global_ranks`: its comm-local ranks are the world ranks (the world itself, or a prefix of it)."""
@@ -96,15 +89,6 @@ class CommFact:
     complete: int
     hosts: tuple[str, ...]
     global_ranks: bool
-
-
-@dataclass(frozen=True)
-class InputFact:
-    """One input file: `whole` True (start and end seen), False (an excerpt), None (cannot tell), and why."""
-
-    path: str
-    whole: bool | None
-    how: str
 
 
 @dataclass(frozen=True)
@@ -164,18 +148,18 @@ def derive(logs: LogFrames, ranks: pl.DataFrame, comms: pl.DataFrame, inits: pl.
     real = {h: next(g for g in hosts if h.endswith(g)) for h in phantom if any(h.endswith(g) for g in hosts)}
     communicators = _communicators(comms, inits.with_columns(pl.col("host").replace(real)))
     nodes, multi = _nodes(logs, hosts, communicators)
-    jobs, several = _jobs(inits)
+    jobs, several = jobs_of(inits)
     return JobFacts(
         hosts=hosts,
         phantom_hosts=phantom,
         nodes=nodes,
         multi_node=multi,
         world_size=_world_size(communicators, ranks),
-        launcher=_launcher(logs),
-        library=_library(logs),
-        opcount_sequence=_opcount(logs),
+        launcher=launcher_of(logs),
+        library=library_of(logs),
+        opcount_sequence=opcount_of(logs),
         communicators=communicators,
-        inputs=_inputs(logs),
+        inputs=inputs_of(logs),
         jobs=jobs,
         several_jobs=several,
     )
@@ -250,128 +234,3 @@ def _world_size(comms: tuple[CommFact, ...], ranks: pl.DataFrame) -> Fact:
     if seen:
         return Fact(seen, f"{seen} distinct ranks in the lines (at least)", "likely")
     return UNKNOWN
-
-
-LAUNCHERS = (
-    ("torchrun", r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:"),
-    ("slurm", r"\bsrun\b|SLURM_JOB|slurmstepd"),
-    ("mpirun", r"\bmpirun\b|OMPI_COMM_WORLD|prterun"),
-    ("deepspeed", r"deepspeed\.launcher"),
-)
-# Every launcher pattern and nccl-tests' footer, as `parse.logs.evidence.KEEP` holds them for big inputs.
-LAUNCHER = (
-    r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:|\bsrun\b|SLURM_JOB|slurmstepd|\bmpirun\b"
-    r"|OMPI_COMM_WORLD|prterun|deepspeed\.launcher|#\s*Avg bus bandwidth\s*:"
-)
-
-
-def _launcher(logs: LogFrames) -> Fact:
-    text = pl.concat(
-        [logs.unknown.select("text"), logs.torch.select("text"), logs.env.select("text")],
-        how="vertical_relaxed",
-    )["text"].fill_null("")
-    for name, pattern in LAUNCHERS:
-        hit = text.filter(text.str.contains(pattern))
-        if hit.len():
-            return Fact(name, f"a line matches {name}'s output: {hit[0].strip()[:60]}", "likely")
-    return UNKNOWN
-
-
-def _library(logs: LogFrames) -> Fact:
-    rccl = logs.unknown["text"].fill_null("").str.extract(RCCL_BANNER, 1).drop_nulls()
-    rocm = logs.known.filter(pl.col("text").fill_null("").str.contains(r"hipify|rocm_smi_lib|ROCr version"))
-    versions = logs.versions.filter(pl.col("kind") == "nccl")["value"].drop_nulls().unique().sort().to_list()
-    if rccl.len():
-        return Fact("RCCL " + rccl[0], "RCCL's version banner")
-    if rocm.height:
-        v = f" {versions[0]}" if versions else ""
-        return Fact(f"RCCL{v}", "ROCm lines (hipify paths, rocm_smi_lib, ROCr)", "likely")
-    if versions:
-        return Fact("NCCL " + ", ".join(versions), "NCCL's version banner")
-    return UNKNOWN
-
-
-def _opcount(logs: LogFrames) -> Fact:
-    """Whether opCount counts the collectives: nccl-tests and some launchers print `opCount 0` on every line."""
-    procs = logs.coll.procs
-    if procs.is_empty():
-        return UNKNOWN
-    many = procs.filter(pl.col("n_coll") > 1)
-    if many.is_empty():
-        return Fact(None, "no process printed two COLL lines", "unknown")
-    if (many["max_op_count"].fill_null(0) == 0).all():
-        return Fact(False, f"{many.height} process(es) print opCount 0 on every COLL line")
-    return Fact(True, "opCount grows on the COLL lines")
-
-
-def _inputs(logs: LogFrames) -> tuple[InputFact, ...]:
-    text = logs.unknown.select("path", "line", "text")
-    start = pl.concat(
-        [
-            logs.versions.filter(pl.col("kind") == "nccl").select("path"),
-            logs.inits.filter(pl.col("phase") == "start").select("path"),
-            text.filter(pl.col("text").fill_null("").str.contains(RCCL_BANNER)).select("path"),
-        ]
-    )["path"]
-    end_text = f"{APP_END}|{TEARDOWN_MSG}|{NCCLTESTS_FOOTER}"
-    ends = pl.concat(
-        [
-            text.filter(pl.col("text").fill_null("").str.contains(end_text)).select("path"),
-            logs.inits.filter(pl.col("phase").fill_null("").str.contains(r"^(?:destroy|abort)_")).select(
-                "path"
-            ),
-            logs.warnings.filter(pl.col("message").fill_null("").str.contains(TEARDOWN_MSG)).select("path"),
-            logs.known.filter(pl.col("text").fill_null("").str.contains(end_text)).select("path"),
-        ]
-    )["path"]
-    starts, stops = set(start.to_list()), set(ends.to_list())
-    out = []
-    for info in logs.inputs:
-        s, e = info.path in starts, info.path in stops
-        if s and e:
-            out.append(
-                InputFact(info.path, True, "the job's start (banner or Init START) and its end are in it")
-            )
-        elif not s and not e:
-            out.append(
-                InputFact(info.path, False, "neither the job's start nor its end is in it: an excerpt")
-            )
-        else:
-            seen = "start" if s else "end"
-            out.append(InputFact(info.path, None, f"only the job's {seen} is in it"))
-    return tuple(out)
-
-
-def _jobs(inits: pl.DataFrame) -> tuple[tuple[tuple[str, ...], ...], Fact]:
-    """Inputs that share no communicator and each hold every rank of their own largest one are separate jobs
-    (two runs' logs in one directory); anything less is one job as far as the lines tell."""
-    ids = inits.filter(pl.col("comm_id").is_not_null() & pl.col("path").is_not_null())
-    paths = sorted(set(ids["path"].to_list()))
-    if len(paths) < 2:
-        return (), Fact(False if paths else None, "at most one input names communicators", "likely")
-    parent = {p: p for p in paths}
-
-    def root(p: str) -> str:
-        while parent[p] != p:
-            p = parent[p]
-        return p
-
-    for _, g in ids.group_by("comm_id"):
-        ps = sorted(set(g["path"].to_list()))
-        for other in ps[1:]:
-            parent[root(other)] = root(ps[0])
-    groups: dict[str, list[str]] = {}
-    for p in paths:
-        groups.setdefault(root(p), []).append(p)
-    if len(groups) < 2:
-        return (), Fact(False, "the inputs share communicators (commId)")
-    for members in groups.values():
-        g = ids.filter(pl.col("path").is_in(members))
-        top = g.sort("nranks", descending=True, nulls_last=True)["comm_id"][0]
-        world = g.filter(pl.col("comm_id") == top)
-        if world["nranks"].max() != world["rank"].n_unique():
-            how = "the inputs share no commId, but one of them lacks ranks of its largest communicator"
-            return (), Fact(None, how, "unknown")
-    jobs = tuple(tuple(m) for m in sorted(groups.values()))
-    how = f"{len(jobs)} groups of inputs share no commId and each holds every rank of its own largest communicator"
-    return jobs, Fact(True, how)

@@ -131,7 +131,7 @@ def test_every_match_holds_a_needle(pattern: str, data: st.DataObject) -> None:
 
 def test_keep_patterns_are_the_rules_own() -> None:
     """`evidence.KEEP` holds every pattern a rule or hang check searches unknown lines with."""
-    from ncclscope.align.facts import LAUNCHER, RCCL_BANNER
+    from ncclscope.align.facts_inputs import LAUNCHER, RCCL_BANNER
     from ncclscope.align.phase import APP_END
     from ncclscope.findings.rules_config import PLUGIN_FAIL
     from ncclscope.findings.rules_init import ELISION
@@ -154,7 +154,7 @@ def test_keep_patterns_are_the_rules_own() -> None:
         if n and "parse" not in p.parts:
             uses[str(p.relative_to(REPO / "ncclscope"))] = n
     assert uses == {
-        "align/facts.py": 3,
+        "align/facts_inputs.py": 3,
         "align/phase.py": 1,
         "align/rankmap.py": 1,
         "diff/facts.py": 1,
