@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from ncclscope import align, parse
 from ncclscope import schema as S
+from ncclscope.align.facts import JobFacts, derive
 from ncclscope.align.phase import JobPhase
 from ncclscope.align.traces import AlignedCollectives
 from ncclscope.diagnosis import Diagnosis, diagnose
@@ -52,6 +53,7 @@ class Session:
     notes: tuple[str, ...] = field(default=())
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables in the inputs
     diagnosis: Diagnosis = field(default_factory=Diagnosis)  # the verdict: causes with their echoes folded
+    facts: JobFacts = field(default_factory=JobFacts)  # what the job is, derived once (align.facts)
 
     @property
     def has_errors(self) -> bool:
@@ -106,6 +108,7 @@ def analyze(
         hang=hang,
         nccltests=nccltests,
     )
+    ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows))
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
     groups = {r.id: r.group for r in all_rules()}
     diagnosis = diagnose(findings, gather(findings, rule_groups=groups, logs=logs, hang=hang, flight=flight))
@@ -123,6 +126,7 @@ def analyze(
         notes=notes,
         nccltests=nccltests,
         diagnosis=diagnosis,
+        facts=ctx.job,
     )
 
 

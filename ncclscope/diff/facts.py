@@ -101,7 +101,7 @@ def _versions(s: Session) -> list[pl.DataFrame]:
     out.append(_emit(runs, s, "versions", "nccl-tests", pl.col("tests_version"), "job"))
     # RCCL's banner (`RCCL version : 2.22.3-HEAD:271856d`) has no NCCL prefix: it is the same fact as NCCL's
     # version line, so an AMD run and an NVIDIA run differ in it instead of each printing its own.
-    rccl = s.logs.unknown.with_columns(v=pl.col("text").str.extract(r"^\s*RCCL version\s*:\s*(\S+)", 1))
+    rccl = s.logs.unknown.with_columns(v=pl.col("text").str.extract(r"^\s*RCCL version\s*:?\s*(\S+)", 1))
     out.append(
         _emit(
             rccl.filter(pl.col("v").is_not_null()),

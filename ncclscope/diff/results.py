@@ -2,6 +2,8 @@
 
 Each side's best busbw per (operation, size) is compared size by size; one `Difference` per operation
 carries the per-size table and is relevant when the bandwidth-bound sizes moved by `REL_CHANGE` or more.
+nccl-tests' `# Avg bus bandwidth` footers are compared too: with NCCL INFO lines interleaved, they are often
+all that survives of the table.
 """
 
 from __future__ import annotations
@@ -144,13 +146,46 @@ def _compare_spread(a: pl.DataFrame, b: pl.DataFrame) -> list[Difference]:
     return out
 
 
+def _footer(s: Session) -> tuple[float, Evidence] | None:
+    """nccl-tests' `# Avg bus bandwidth` (the mean over all runs' footers): it survives when NCCL INFO lines
+    interleave with the table and cut its rows."""
+    sm = s.nccltests.summary.filter(pl.col("avg_busbw_gbps").is_not_null())
+    if sm.is_empty():
+        return None
+    r = sm.sort("path", "line").row(0, named=True)
+    return float(sm["avg_busbw_gbps"].mean()), Evidence(r["path"], r["line"], (r["text"] or "").strip())  # type: ignore[arg-type]
+
+
+def _compare_footer(a: Session, b: Session, *, sizes: bool) -> list[Difference]:
+    """The footers' change; relevant only when no size was compared (`sizes`: the tables gave a comparison)."""
+    fa, fb = _footer(a), _footer(b)
+    if fa is None or fb is None or fa[0] == fb[0]:
+        return []
+    x, y = fa[0], fb[0]
+    change = abs(y - x) / max(x, y) if max(x, y) > 0 else 0.0
+    return [
+        Difference(
+            "results",
+            "nccl-tests # Avg bus bandwidth",
+            f"{x:.2f} GB/s",
+            f"{y:.2f} GB/s" + (f" ({100 * (y - x) / x:+.0f}%)" if x > 0 else ""),
+            "job",
+            evidence_a=(fa[1],),
+            evidence_b=(fb[1],),
+            rank=RANK,
+            relevant=change >= REL_CHANGE and not sizes,
+        )
+    ]
+
+
 def compare_results(a: Session, b: Session) -> list[Difference]:
     """nccl-tests busbw per operation (when both runs have nccl-tests output), then trace timings:
     busbw per operation and size, and how far apart the ranks arrive."""
     out: list[Difference] = []
     na, nb = _best_nccltests(a), _best_nccltests(b)
-    if na.height or nb.height:
-        out += _compare(na, nb, "nccl-tests")
+    table: list[Difference] = _compare(na, nb, "nccl-tests") if (na.height or nb.height) else []
+    out += table
+    out += _compare_footer(a, b, sizes=any(d.a is not None and d.b is not None for d in table))
     ta, tb = _trace_busbw(a), _trace_busbw(b)
     if ta.height and tb.height:
         out += _compare(ta, tb, "trace")

@@ -13,6 +13,7 @@ from functools import cached_property
 
 import polars as pl
 
+from ncclscope.align.facts import JobFacts
 from ncclscope.align.phase import JobPhase
 from ncclscope.align.rankmap import init_rows
 from ncclscope.align.traces import AlignedCollectives
@@ -38,12 +39,22 @@ class Context:
     hang: HangView = field(default_factory=HangView)  # the hang stage's view (ncclscope.hang)
     prior: tuple[Finding, ...] = ()  # what the other rules found (given to `post` rules only)
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables (parse.nccltests)
+    facts: JobFacts | None = None  # what the job is (align.facts); None: derived on first use (tests)
 
     @cached_property
     def init_rows(self) -> pl.DataFrame:
         """`align.rankmap.init_rows` of the logs' Init lines (rank, GPU, communicator key), derived once for
         every rule that reads them."""
         return init_rows(self.logs.inits)
+
+    @cached_property
+    def job(self) -> JobFacts:
+        """The job's facts (`align.facts`): as given, or derived once from this context's tables."""
+        if self.facts is not None:
+            return self.facts
+        from ncclscope.align.facts import derive
+
+        return derive(self.logs, self.ranks, self.comms, self.init_rows)
 
 
 RuleFn = Callable[[Context], Iterable[Finding]]
@@ -117,6 +128,8 @@ RULE_MODULES = (
     "rules_errors",
     "rules_gpu",
     "rules_hang",
+    "rules_init",
+    "rules_jobs",
     "rules_iface",
     "rules_nccltests",
     "rules_topology",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import polars as pl
 
-from ncclscope.align.rankmap import transport
 from ncclscope.findings.registry import Context
 from ncclscope.records import Evidence, Finding, Severity
 from ncclscope.schema import ORIGIN
@@ -135,29 +134,14 @@ class JobShape:
 
 
 def job_shape(ctx: Context) -> JobShape:
-    """Multi-node when ≥2 hosts print NCCL lines, an Init line says nNodes > 1 or nRanks > localRanks,
-    or any channel runs over NET (NCCL uses the network only between nodes unless P2P/SHM are off); single
-    node when Init lines say nNodes 1 or one host holds every rank of a communicator."""
-    logs = ctx.logs
-    hosts = tuple(sorted({h for h in ctx.ranks["host"].drop_nulls().to_list() if h}))
-    inits = logs.inits
-    nnodes = inits["nnodes"].max() if inits.height else None
-    wider = inits.filter(pl.col("nranks") > pl.col("local_ranks")).height > 0 if inits.height else False
-    net = logs.connections.filter(transport() == "NET").height > 0
-    if len(hosts) > 1:
-        return JobShape(hosts, True, f"{len(hosts)} hosts print NCCL lines")
-    if isinstance(nnodes, int) and nnodes > 1:
-        return JobShape(hosts, True, f"Init lines say nNodes {nnodes}")
-    if wider:
-        return JobShape(hosts, True, "Init lines say nRanks > localRanks")
-    if net:
-        return JobShape(hosts, True, "channels run over NET between ranks")
-    if isinstance(nnodes, int) and nnodes == 1:
-        return JobShape(hosts, False, "Init lines say nNodes 1")
-    whole = ctx.comms.filter(pl.col("nranks").is_not_null() & (pl.col("ranks_seen") >= pl.col("nranks")))
-    if len(hosts) == 1 and whole.height:
-        return JobShape(hosts, False, "every rank of a communicator is on the one host visible")
-    return JobShape(hosts, None, "one host visible")
+    """Whether the job spans nodes, as the job's facts say (`align.facts`: NCCL's nNodes first, then the host
+    names, nRanks > localRanks, NET channels); `multi_node` is None when they cannot tell."""
+    job = ctx.job
+    return JobShape(
+        job.hosts,
+        job.multi_node.value if isinstance(job.multi_node.value, bool) else None,
+        job.multi_node.how,
+    )
 
 
 def first_per(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:

@@ -21,7 +21,6 @@ from ncclscope.findings.rules_common import (
     make,
     norm_host,
     warnings_matching,
-    with_rank,
 )
 from ncclscope.records import Finding, Severity
 
@@ -103,9 +102,11 @@ def _ib_absent_reasons(ctx: Context) -> pl.DataFrame:
 @rule("net-socket-fallback", "warning", "Inter-node traffic on TCP sockets instead of IB/RoCE", "config")
 def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     """Inter-node data over NET/Socket (`Using network Socket` on a multi-node job, or `via NET/Socket`
-    channels). Warning when other ranks use IB/RoCE, when the socket interface is IPoIB (ib*), or when a
-    NET plugin failed to initialise (aws-ofi-nccl `fi_getinfo() … failed`); info otherwise, naming why IB
-    is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs missing) when the log says."""
+    channels). Warning, naming why IB is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs
+    missing) when the log says; the title also says when other ranks use IB/RoCE, when the socket interface is
+    IPoIB (ib*), or when a NET plugin failed to initialise (aws-ofi-nccl `fi_getinfo() … failed`). When the job
+    facts cannot tell whether the job spans nodes: info, "if this job spans nodes, …"; nothing on a job they
+    show on one node."""
     out: list[Finding] = []
     # libfabric prints its own `<warn> fi_getinfo: …` lines (no NCCL prefix): they stay unknown lines.
     plugin = cite(
@@ -130,7 +131,11 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
         )
     sock = _socket_users(ctx)
     inter_node = ctx.logs.connections.filter((transport() == "NET") & (pl.col("net") == "Socket")).height > 0
-    if sock.is_empty() or not (inter_node or job_shape(ctx).multi_node):
+    shape = job_shape(ctx)
+    if sock.is_empty() or shape.multi_node is False:
+        return out
+    if not (inter_node or shape.multi_node):
+        out.append(_socket_if_multi_node(ctx, sock))
         return out
     ib = _ib_users(ctx).join(sock.select(PROC).unique(), on=PROC, how="anti")
     ifaces = norm_host(ctx.logs.network.filter(pl.col("kind").is_in(["bootstrap", "socket_iface"])))
@@ -150,7 +155,7 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     else:
         why = ", ".join(sorted(set(reasons["reason"].to_list())))
         sev, title = (
-            "info",
+            "warning",
             "Inter-node traffic runs over TCP sockets (NET/Socket)" + (f": {why}" if why else ""),
         )
     out.append(
@@ -168,6 +173,21 @@ def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
         )
     )
     return out
+
+
+def _socket_if_multi_node(ctx: Context, sock: pl.DataFrame) -> Finding:
+    """The job's node count is unknown (an excerpt, one host's file): say what sockets would mean across nodes."""
+    return make(
+        "net-socket-fallback",
+        "info",
+        "If this job spans nodes, its inter-node traffic runs over TCP sockets (NET/Socket)",
+        "NCCL picked its socket transport; within one node that is harmless (P2P/SHM carry the data), across "
+        "nodes it is many times slower than IB/RoCE verbs. The lines given do not say how many nodes the job spans.",
+        "If the job spans nodes with IB/RoCE/EFA NICs: install libibverbs (rdma-core) or the OFI plugin in the "
+        "image, map /dev/infiniband into the container, and do not set NCCL_IB_DISABLE=1.",
+        cite(first_per(sock, PROC), _ib_absent_reasons(ctx)),
+        ctx,
+    )
 
 
 @rule("gdr-disabled", "warning", "GPUDirect RDMA not used on IB", "config")
@@ -232,6 +252,8 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
     r = ctx.ranks
     versions = r["nccl_version"].drop_nulls().unique().sort().to_list()
     warn = ctx.logs.warnings.filter((pl.col("family") == "version") & ~pl.col("benign").fill_null(False))
+    if len(versions) > 1 and not _differ_within_a_job(ctx, "nccl_version"):
+        versions = versions[:1]  # separate jobs (align.facts) on different versions: no mismatch
     if len(versions) > 1 or warn.height:
         cited = cite(_version_lines(ctx, "nccl"), warn)
         f = make(
@@ -251,7 +273,7 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
         f.metrics["ranks_by_version"] = {v: sorted(rs) for v, rs in by_version.iter_rows()}
     out += _plugin_mismatch(ctx)
     drivers = r["cuda_driver"].drop_nulls().unique().sort().to_list()
-    if len(drivers) > 1:
+    if len(drivers) > 1 and _differ_within_a_job(ctx, "cuda_driver"):
         out.append(
             make(
                 "version-mismatch",
@@ -266,6 +288,12 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
             )
         )
     return out
+
+
+def _differ_within_a_job(ctx: Context, col: str) -> bool:
+    """Whether some job (`JobFacts.jobs`; the whole input when it holds one) has ranks with different `col`."""
+    r = ctx.ranks.drop_nulls(col).with_columns(ctx.job.job_of())
+    return bool((r.group_by("_job").agg(pl.col(col).n_unique().alias("_n"))["_n"] > 1).any())
 
 
 PLUGIN_NAME = (
@@ -322,7 +350,7 @@ def env_mismatch(ctx: Context) -> Iterable[Finding]:
     NCCL_COLLNET_ENABLE, NCCL_NVLS_ENABLE, channel counts, NCCL_CROSS_NIC, NCCL_NET_PLUGIN); warning for
     the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes). Names that identify the host or
     the process (PER_HOST: NCCL_HOSTID, NCCL_DEBUG_FILE) differ by design and are not compared."""
-    env = _env_rows(ctx).filter(~pl.col("name").is_in(list(PER_HOST)))
+    env = _env_rows(ctx).filter(~pl.col("name").is_in(list(PER_HOST))).with_columns(ctx.job.job_of())
     if env["who"].n_unique() < 2:
         return []
     out: list[Finding] = []
@@ -360,13 +388,17 @@ def _env_rows(ctx: Context) -> pl.DataFrame:
 
 
 def _value_diffs(env: pl.DataFrame) -> list[tuple[str, pl.DataFrame, list[str]]]:
-    diff = env.group_by("name", "k").agg(
+    """Names whose k-th value differs between processes of one job (`_job`, from `JobFacts.jobs`)."""
+    diff = env.group_by("name", "k", "_job").agg(
         pl.col("v").n_unique().alias("n"), pl.col("who").n_unique().alias("w")
     )
     out = []
     for name in sorted(set(diff.filter((pl.col("n") > 1) & (pl.col("w") > 1))["name"].to_list())):
-        ks = diff.filter((pl.col("name") == name) & (pl.col("n") > 1))["k"].min()
-        rows = first_per(env.filter((pl.col("name") == name) & (pl.col("k") == ks)), ["v"])
+        at = diff.filter((pl.col("name") == name) & (pl.col("n") > 1)).sort("k", "_job").row(0, named=True)
+        rows = first_per(
+            env.filter((pl.col("name") == name) & (pl.col("k") == at["k"]) & (pl.col("_job") == at["_job"])),
+            ["v"],
+        )
         out.append((name, rows, rows["v"].to_list()))
     return out
 
@@ -481,12 +513,28 @@ def _split_host_ids(ctx: Context, same_host_net: pl.DataFrame) -> pl.DataFrame:
 
 
 def _same_host(ctx: Context, conn: pl.DataFrame) -> pl.DataFrame:
-    """Connection rows whose source and destination ranks live on the same (known) host."""
+    """Connection rows whose two ends live on the same (known) host. Connection lines print
+    communicator-local ranks: each line is read in the communicators where the printing process holds the
+    rank it prints for itself (the source, the destination of a `[receive]` line), and its peer's host is
+    looked up among that communicator's members. A row counts only when every such communicator puts the
+    peer on the printer's host (an unknown communicator proves nothing)."""
     if conn.is_empty():
         return conn
-    hosts = norm_host(ctx.ranks).filter((pl.col("host") != "") & pl.col("rank").is_not_null())
-    rank_host = hosts.group_by("rank").agg(pl.col("host").first())
-    rows = with_rank(conn, ctx.ranks)
-    rows = rows.join(rank_host.rename({"rank": "src_rank", "host": "src_host"}), on="src_rank", how="left")
-    rows = rows.join(rank_host.rename({"rank": "dst_rank", "host": "dst_host"}), on="dst_rank", how="left")
-    return rows.filter(pl.col("src_host").is_not_null() & (pl.col("src_host") == pl.col("dst_host")))
+    members = norm_host(ctx.init_rows).select("comm_key", "rank", "host", "pid").unique()
+    rows = norm_host(conn).with_columns(
+        _me=pl.when(pl.col("direction") == "receive").then("dst_rank").otherwise("src_rank"),
+        _peer=pl.when(pl.col("direction") == "receive").then("src_rank").otherwise("dst_rank"),
+    )
+    mine = rows.select("path", "line", "host", "pid", "_me", "_peer").join(
+        members.rename({"rank": "_me"}), on=["host", "pid", "_me"]
+    )
+    peers = mine.join(
+        members.select("comm_key", pl.col("rank").alias("_peer"), pl.col("host").alias("_peer_host")),
+        on=["comm_key", "_peer"],
+        how="left",
+    )
+    verdict = peers.group_by("path", "line").agg(
+        (pl.col("_peer_host").is_not_null() & (pl.col("_peer_host") == pl.col("host"))).all().alias("_same")
+    )
+    same = verdict.filter(pl.col("_same")).select("path", "line")
+    return rows.join(same, on=["path", "line"], how="semi").drop("_me", "_peer")

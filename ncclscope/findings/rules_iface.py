@@ -88,49 +88,83 @@ def iface_loopback(ctx: Context) -> Iterable[Finding]:
 
 @rule("iface-virtual", "error", "Virtual or unroutable interface selected", "config")
 def iface_virtual(ctx: Context) -> Iterable[Finding]:
-    """Bootstrap/NET/Socket lists docker0, veth*, br-*, virbr*, cni*, ip6tnl*, flannel/cali/tunl/vxlan,
-    an IPv6 link-local (fe80::) or 169.254 address, or a Docker-bridge 172.17.x address; or a socket
-    WARN names a 172.17.x peer. Error when the job spans nodes or a socket/bootstrap WARN was printed;
-    warning otherwise."""
-    rows = _iface_rows(ctx).filter(
-        pl.col("iface").fill_null("").str.contains(VIRTUAL_IFACE)
-        | pl.col("address").fill_null("").str.contains(LINK_LOCAL)
-        | pl.col("address").fill_null("").str.contains(DOCKER_BRIDGE)
-    )
+    """Bootstrap/NET/Socket lists docker0, veth*, br-*, virbr*, cni*, ip6tnl*, flannel/cali/tunl/vxlan, an
+    IPv6 link-local (fe80::) or 169.254 address; or a socket WARN names a 172.17.x peer. Error when the job
+    spans nodes or a socket/bootstrap WARN was printed; warning otherwise; info on a job the facts prove
+    single-node (nothing leaves the host). A 172.17.x address on an interface with a physical name (eth0,
+    ens5, …) is only possibly Docker's default bridge (it is also an ordinary private subnet, and a VM's or
+    container's own eth0): warning when the job spans nodes, info when that is unknown ("if this job spans
+    nodes"), nothing on a single-node job."""
+    iface, addr = pl.col("iface").fill_null(""), pl.col("address").fill_null("")
+    rows = _iface_rows(ctx)
+    named = rows.filter(iface.str.contains(VIRTUAL_IFACE) | addr.str.contains(LINK_LOCAL))
+    bridge = rows.filter(~iface.str.contains(VIRTUAL_IFACE) & addr.str.contains(DOCKER_BRIDGE))
     peers = _socket_warnings(ctx).filter(pl.col("peer").fill_null("").str.contains(DOCKER_BRIDGE))
-    if rows.is_empty() and peers.is_empty():
-        return []
-    cited = cite(rows, peers)
-    name, addr = pl.col("iface").fill_null("?"), pl.col("address").fill_null("")
+    shape = job_shape(ctx)
+    out: list[Finding] = []
+    if named.height or peers.height:
+        out.append(_virtual(ctx, named, peers, shape.multi_node))
+    if bridge.height and shape.multi_node is not False and not peers.height:
+        out.append(_maybe_bridge(ctx, bridge, shape.multi_node, shape.reason))
+    return out
+
+
+def _virtual(ctx: Context, rows: pl.DataFrame, peers: pl.DataFrame, multi: bool | None) -> Finding:
+    name = pl.col("iface").fill_null("?")
     desc = (
         pl.when(name.str.contains(VIRTUAL_IFACE))
         .then(name)
-        .when(addr.str.contains(LINK_LOCAL))
-        .then(pl.concat_str([name, pl.lit(" (link-local address)")]))
-        .otherwise(pl.concat_str([name, pl.lit(" ("), addr, pl.lit(", Docker bridge)")]))
+        .otherwise(pl.concat_str([name, pl.lit(" (link-local address)")]))
     )
-    names = sorted(set(rows.select(desc.alias("d"))["d"].to_list()))
+    names = sorted(set(rows.select(desc.alias("d"))["d"].to_list())) if rows.height else []
     if peers.height:
         names.append(
             "peer " + ", ".join(sorted(set(peers["peer"].drop_nulls().to_list()))) + " (Docker bridge)"
         )
-    what = ", ".join(names)
-    shape = job_shape(ctx)
-    sev: Severity = "error" if (shape.multi_node or _failed(ctx) or not peers.is_empty()) else "warning"
-    return [
-        make(
-            "iface-virtual",
-            sev,
-            f"NCCL advertises a virtual or unroutable interface: {what}",
-            "Container bridges (docker0, veth, br-, cni), tunnels (ip6tnl) and link-local addresses are not "
-            "reachable from other hosts; a peer told to connect there gets 'Connection refused', "
-            "'No route to host' or waits forever.",
-            FIX_IFNAME,
-            cited,
-            ctx,
-            metrics={"interfaces": names},
-        )
-    ]
+    sev: Severity = (
+        "error"
+        if (multi or _failed(ctx) or not peers.is_empty())
+        else "info"
+        if multi is False
+        else "warning"
+    )
+    return make(
+        "iface-virtual",
+        sev,
+        f"NCCL advertises a virtual or unroutable interface: {', '.join(names)}"
+        + (" (harmless on this single-node job)" if sev == "info" else ""),
+        "Container bridges (docker0, veth, br-, cni), tunnels (ip6tnl) and link-local addresses are not "
+        "reachable from other hosts; a peer told to connect there gets 'Connection refused', "
+        "'No route to host' or waits forever.",
+        FIX_IFNAME,
+        cite(rows, peers),
+        ctx,
+        metrics={"interfaces": names},
+    )
+
+
+def _maybe_bridge(ctx: Context, rows: pl.DataFrame, multi: bool | None, reason: str) -> Finding:
+    pairs = sorted({f"{i or '?'} ({a})" for i, a in rows.select("iface", "address").iter_rows()})
+    what = ", ".join(pairs)
+    sev: Severity = "warning" if multi else "info"
+    title = (
+        f"NCCL advertises {what}: 172.17.0.0/16 is Docker's default bridge subnet ({reason})"
+        if multi
+        else f"If this job spans nodes, check {what}: 172.17.0.0/16 is Docker's default bridge subnet"
+    )
+    return make(
+        "iface-virtual",
+        sev,
+        title,
+        "Inside a container on Docker's default bridge, eth0 holds a 172.17.x address that other hosts cannot "
+        "reach; on a host or VM whose own network uses 172.17.0.0/16 the address is fine. The name alone "
+        "cannot tell the two apart.",
+        "If the ranks run in containers, use host networking (--network host) or set NCCL_SOCKET_IFNAME to the "
+        "host's routable interface; if 172.17.x is the cluster's own network, nothing to do.",
+        rows,
+        ctx,
+        metrics={"interfaces": pairs},
+    )
 
 
 def _subnet(addr: pl.Expr) -> pl.Expr:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ncclscope.align.facts import DATA_PATH_SETTINGS, LOWERS_BANDWIDTH
 from ncclscope.align.rankmap import transport
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.trace_metrics import NVLINK_GBPS
@@ -39,6 +40,25 @@ def _ev(path: str, line: int, text: str) -> Evidence:
 def _hosts(ctx: Context, path: str, run: int) -> tuple[str, ...]:
     d = ctx.nccltests.devices.filter((pl.col("path") == path) & (pl.col("run") == run))
     return tuple(sorted({h for h in d["host"].drop_nulls().to_list() if h}))
+
+
+def _forced(ctx: Context, path: str) -> tuple[str, tuple[Evidence, ...]]:
+    """The settings in this file that can only lower bandwidth (`align.facts.LOWERS_BANDWIDTH`) and the coll
+    channel count NCCL printed, as a clause for the finding (empty when neither is printed)."""
+    env = ctx.logs.env.filter((pl.col("path") == path) & pl.col("name").is_in(list(LOWERS_BANDWIDTH)))
+    env = env.sort("line").unique(["name", "value"], keep="first", maintain_order=True)
+    ch = ctx.logs.channels.filter((pl.col("path") == path) & (pl.col("kind") == "summary"))
+    chans = sorted({int(v) for v in ch["coll_channels"].drop_nulls().to_list()})
+    parts = [
+        f"{n}={(v or '').strip()} ({DATA_PATH_SETTINGS[n]})" for n, v in env.select("name", "value").rows()
+    ]
+    ev = tuple(_ev(path, r["line"], r["text"] or "") for r in env.head(3).to_dicts())
+    clause = ("; set in this run: " + ", ".join(parts)) if parts else ""
+    if chans:
+        clause += f"; NCCL built {'/'.join(map(str, chans))} coll channel(s)"
+        r = ch.sort("line").row(0, named=True)
+        ev += (_ev(path, r["line"], r["text"] or ""),)
+    return clause, ev
 
 
 def _label(path: str, run: int, runs: int) -> str:
@@ -198,7 +218,9 @@ def nccltests_low_busbw(ctx: Context) -> Iterable[Finding]:
     NVLink bandwidth of a known SXM GPU model for P2P on one host, else below a floor of ~40% of the
     slowest link of that kind in use: NET/Socket 0.05 GB/s (1 GbE), other NET 1.1 GB/s (25 Gb/s RoCE),
     SHM 1.0 GB/s, P2P 2.0 GB/s (PCIe Gen3 x8). busbw already has the collective's factor applied, so one
-    bound serves every operation. Names the limiting link and cites the best row, speed and channel lines."""
+    bound serves every operation. Names the limiting link and cites the best row, speed and channel lines, and
+    the settings printed in that file that can only lower bandwidth (NCCL_TOPO_FILE, NCCL_GRAPH_FILE,
+    NCCL_P2P_LEVEL, NCCL_MAX_NCHANNELS, …) with the coll channel count NCCL chose."""
     nt = ctx.nccltests
     big = nt.results.filter((pl.col("size_bytes") >= LARGE_BYTES) & pl.col("busbw_gbps").is_not_null())
     best = big.sort("busbw_gbps", descending=True).unique(["path", "run"], keep="first").sort("path", "run")
@@ -208,6 +230,7 @@ def nccltests_low_busbw(ctx: Context) -> Iterable[Finding]:
         if link is None or r["busbw_gbps"] >= link.floor_gbps:
             continue
         share = f" ({100 * r['busbw_gbps'] / link.bound_gbps:.0f}% of it)" if link.bound_gbps else ""
+        forced, forced_ev = _forced(ctx, r["path"])
         label = _label(r["path"], r["run"], nt.runs.filter(pl.col("path") == r["path"]).height)
         out.append(
             Finding(
@@ -218,11 +241,11 @@ def nccltests_low_busbw(ctx: Context) -> Iterable[Finding]:
                     f"{label}: the best bus bandwidth at >= {LARGE_BYTES >> 20} MiB is {r['busbw_gbps']:g} GB/s "
                     f"({r['op'] or 'collective'}, {r['size_bytes']:,} B, {_PLACE[r['placement']]}). The slowest "
                     f"link its channels use is {link.name}: {link.basis}{share} should give at least "
-                    f"{link.floor_gbps:.2f} GB/s."
+                    f"{link.floor_gbps:.2f} GB/s{forced}."
                 ),
                 fix=_FIX[link.kind],
                 hosts=_hosts(ctx, r["path"], r["run"]),
-                evidence=(_ev(r["path"], r["line"], r["text"]), *link.evidence),
+                evidence=(_ev(r["path"], r["line"], r["text"]), *link.evidence, *forced_ev),
                 metrics={
                     "busbw_gbps": r["busbw_gbps"],
                     "size_bytes": r["size_bytes"],

@@ -158,8 +158,9 @@ def _neighbour_checks(nb: pl.DataFrame, ctx: Context) -> list[Finding]:
 def split_world(ctx: Context) -> Iterable[Finding]:
     """Reasons about the communicators that span hosts, not every communicator a framework creates
     (Megatron/apex build node-local groups of nRanks = GPUs per node inside a larger world). Error when
-    ≥2 hosts print Init lines and no communicator spans two of them (a communicator whose lines say
-    `nNodes 1` spans one node whatever the hosts) (every node formed its own world:
+    ≥2 hosts print Init lines and no communicator spans two of them (communicators told apart only by their
+    order whose lines say `nNodes 1` span one node whatever the hosts; one commId on two hosts spans them,
+    `nNodes 1` then meaning pods of one machine) (every node formed its own world:
     wrong num_nodes/world size, nccl-tests without MPI); when one communicator (same commId) has a rank
     claimed on two hosts; or on NCCL's `Bootstrap Root : … already checked in / mismatch in rank count`."""
     root = warnings_matching(ctx, r"(?i)already checked in|mismatch in rank count|Bootstrap Root : mismatch")
@@ -168,10 +169,12 @@ def split_world(ctx: Context) -> Iterable[Finding]:
     inits = ctx.init_rows.filter((pl.col("nranks") >= 2) & (pl.col("host") != ""))
     shape = _comm_hosts(inits)
     # NCCL's own `nNodes 1` overrides what the hosts suggest: such lines are separate communicators
+    # (for communicators keyed by order, `n<N>#k`); one commId on two hosts is one communicator whatever nNodes
+    # says (with `nNodes 1` the hosts are pods or containers of one machine)
     spanning = shape.filter(
         (pl.col("n_hosts") >= 2)
         & (pl.col("pairs") == pl.col("ranks_seen"))
-        & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1))
+        & (pl.col("nnodes").is_null() | (pl.col("nnodes") > 1) | pl.col("comm_id").is_not_null())
     )
     claimed = shape.filter(pl.col("comm_id").is_not_null() & (pl.col("pairs") > pl.col("ranks_seen")))
     dup = _claimed_twice(inits.join(claimed.select("comm_key"), on="comm_key"))
@@ -262,60 +265,6 @@ def missing_ranks(ctx: Context) -> Iterable[Finding]:
             metrics={"nranks": n, "ranks_seen": seen},
         )
     ]
-
-
-@rule("init-incomplete", "error", "Communicator init started but did not complete", "config")
-def init_incomplete(ctx: Context) -> Iterable[Finding]:
-    """Ranks with `Init START` but no `Init COMPLETE` for the same communicator. Error when other ranks
-    of that communicator completed (those ranks are stuck or failed in init); warning when none did
-    (the excerpt may simply end before COMPLETE); info when the input is one pasted excerpt (one file
-    holding an elision marker such as `...` or `。。。`) and the stuck ranks print nothing after START."""
-    if ctx.logs.inits.filter(pl.col("phase") == "start").is_empty():
-        return []
-    inits = ctx.init_rows
-    start = inits.filter(pl.col("phase") == "start")
-    done = inits.filter(pl.col("phase") == "complete").select("comm_key", "rank").unique()
-    stuck = start.join(done, on=["comm_key", "rank"], how="anti")
-    if stuck.is_empty():
-        return []
-    out: list[Finding] = []
-    cut = _excerpt_cut(ctx, stuck)
-    for key, rows in stuck.group_by("comm_key", maintain_order=True):
-        completed = done.filter(pl.col("comm_key") == key[0]).height
-        sev: Severity = "error" if completed else "info" if cut else "warning"
-        title = (
-            f"{rows['rank'].n_unique()} rank(s) started init but never completed while {completed} did"
-            if completed
-            else "Init START without Init COMPLETE in the evidence"
-        )
-        out.append(
-            make(
-                "init-incomplete",
-                sev,
-                title,
-                "A rank that never reaches Init COMPLETE is stuck in bootstrap, topology search or "
-                "connection setup; every collective on that communicator will hang.",
-                "Look at the last lines those ranks printed (bootstrap, NET, channel setup) and at WARNs "
-                "on them; check that every rank of the communicator was launched and can reach the others.",
-                first_per(rows, ["host", "pid", "rank"]),
-                ctx,
-                metrics={"comm": key[0]},
-            )
-        )
-    return out
-
-
-ELISION = r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- ?snip ?--)\s*$"
-
-
-def _excerpt_cut(ctx: Context, stuck: pl.DataFrame) -> bool:
-    """One input with a user's elision marker, and no stuck rank printing anything after its START."""
-    if len(ctx.logs.inputs) != 1 or not ctx.logs.unknown["text"].fill_null("").str.contains(ELISION).any():
-        return False
-    last = norm_host(ctx.logs.streams).group_by("path", "host", "pid").agg(pl.col("last_line").max())
-    ends = norm_host(stuck).group_by("path", "host", "pid").agg(pl.col("line").max().alias("start_line"))
-    later = ends.join(last, on=["path", "host", "pid"], how="left")
-    return bool((later["last_line"].fill_null(0) <= later["start_line"]).all())
 
 
 @rule(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.records import SEVERITY_ORDER
-from ncclscope.report import facts, views_hang, views_nccltests, views_verdict
+from ncclscope.report import facts, views_hang, views_health, views_nccltests, views_verdict
 
 if TYPE_CHECKING:
     from ncclscope.session import Session
@@ -89,6 +89,7 @@ SECTIONS: tuple[Section, ...] = (
         lambda s, _p: [f.to_json() for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])],
         "every finding, errors first",
     ),
+    Section("health", lambda s, _p: views_health.section(s), "what was checked and found healthy, job facts"),
     Section("ranks", lambda s, _p: facts.ranks_table(s), "ranks × configuration, odd cells marked"),
     Section("rank_records", _rank_records, "one record per process"),
     Section("environment", lambda s, _p: facts.environment(s), "job shape, versions, transports, NCCL_*"),
@@ -120,4 +121,6 @@ def json_view(doc: Document) -> Document:
         "findings": doc["findings"],
         "coverage": p["coverage"],
         "notes": doc["notes"],
+        "facts": doc["health"]["facts"],
+        "health": {k: v for k, v in doc["health"].items() if k != "facts"},
     }

@@ -15,7 +15,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from ncclscope.report import views_nccltests, views_verdict
+from ncclscope.report import views_health, views_nccltests, views_verdict
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 
 MAX_EVIDENCE = 50
@@ -255,6 +255,7 @@ def render_page(doc: dict[str, Any], figures: dict[str, dict[str, Any]]) -> str:
         + '<nav><a href="#findings">Findings</a><a href="#hang">Hang view</a><a href="#ranks">Ranks</a>'
         '<a href="#topology">Topology</a><a href="#traces">Traces</a><a href="#environment">Environment</a>'
         '<a href="#provenance">How it was made</a></nav></header><main>',
+        _section("health", "Health: what was checked", views_health.html(doc)),
         _section("findings", "Findings", findings_html(doc)),
         _section("hang", "Hang view: how far each rank got", hang + figs.get("fig-hang", "")),
         _section("ranks", "Ranks × configuration", ranks_html(doc)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclscope.report import views_nccltests, views_verdict
+from ncclscope.report import views_health, views_nccltests, views_verdict
 from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
 from ncclscope.report.md_text import code, fenced, text
 
@@ -231,6 +231,13 @@ def render_doc(doc: dict[str, Any]) -> str:
     )
     out = ["# ncclscope report", "", f"> {_ICON[v['severity']]} **{text(v['text'])}**", ">", f"> {tally}", ""]
     out += _chain(v)
-    out += _findings(doc) + _hang(doc) + _ranks(doc) + _environment(doc) + views_nccltests.markdown(doc)
+    out += (
+        views_health.markdown(doc)
+        + _findings(doc)
+        + _hang(doc)
+        + _ranks(doc)
+        + _environment(doc)
+        + views_nccltests.markdown(doc)
+    )
     out += _provenance(doc)
     return "\n".join(out).rstrip("\n") + "\n"

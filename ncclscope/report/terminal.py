@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ncclscope.report import views_nccltests, views_verdict
+from ncclscope.report import views_health, views_nccltests, views_verdict
 from ncclscope.report.document import Document
 from ncclscope.report.safe_text import escape  # Rich markup escaped and control characters made visible
 
@@ -65,6 +65,7 @@ def render(doc: Document, con: Console) -> None:
         con.print(ranks_table(doc["ranks"]))
     views_nccltests.terminal(doc, con)
     _chain(con, doc["verdict"])
+    views_health.terminal(doc, con)
     if not doc["findings"]:
         con.print("no findings")
     for f, echoes in views_verdict.fold(doc):

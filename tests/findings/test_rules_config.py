@@ -41,13 +41,13 @@ def test_socket_while_other_node_uses_ib_is_warning() -> None:
     assert f.severity == "warning" and "IB" in f.title
 
 
-def test_socket_between_nodes_without_ib_is_info_with_reason() -> None:
+def test_socket_between_nodes_without_ib_is_warning_with_reason() -> None:
     lf = logs(
         network=[{**A, "kind": "using_network", "net": "Socket"}, {**A, "kind": "ib_no_device"}],
         connections=[_conn(A, 1, 0, "NET", "Socket", direction="receive")],
     )
     [f] = run("net-socket-fallback", lf)
-    assert f.severity == "info" and len(f.evidence) >= 2
+    assert f.severity == "warning" and len(f.evidence) >= 2 and "NET/IB found no device" in f.title
 
 
 def test_socket_on_ipoib_is_warning() -> None:
@@ -62,8 +62,12 @@ def test_socket_on_ipoib_is_warning() -> None:
     assert f.severity == "warning"
 
 
-def test_socket_on_single_node_is_silent_and_ib_is_silent() -> None:
-    assert run("net-socket-fallback", logs(network=[{**A, "kind": "using_network", "net": "Socket"}])) == []
+def test_socket_on_unknown_node_count_is_conditional_and_ib_is_silent() -> None:
+    [f] = run("net-socket-fallback", logs(network=[{**A, "kind": "using_network", "net": "Socket"}]))
+    assert f.severity == "info" and f.title.startswith("If this job spans nodes")
+    one_node = [init(A, 0, 2), init(proc("node-a", 101, 1), 1, 2)]
+    using = {**A, "kind": "using_network", "net": "Socket"}
+    assert run("net-socket-fallback", logs(network=[using], inits=one_node)) == []
     lf = logs(
         network=[{**A, "kind": "using_network", "net": "IB"}], connections=[_conn(A, 0, 1, "NET", "IB", True)]
     )

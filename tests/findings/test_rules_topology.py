@@ -82,10 +82,12 @@ def test_split_world_same_rank_on_two_hosts() -> None:
 
 
 def test_split_world_each_host_one_node() -> None:
+    # `comm … nRanks 2 nNodes 1` lines carry no commId: nothing says the two hosts share one communicator
+    # (with one commId they would: pods of one machine, tests/align/test_facts.py)
     lf = logs(
         inits=[
-            init(A, 0, 2, phase="comm", nnodes=1),
-            init(proc("node-b", 7, 0), 1, 2, phase="comm", nnodes=1),
+            init(A, 0, 2, phase="comm", nnodes=1, comm_id=None),
+            init(proc("node-b", 7, 0), 1, 2, phase="comm", nnodes=1, comm_id=None),
         ]
     )
     assert [f.id for f in run("split-world", lf)] == ["split-world"]
@@ -190,9 +192,11 @@ def test_init_incomplete_on_a_pasted_excerpt_is_info() -> None:
     )
     [f] = run("init-incomplete", replace(base, inputs=(InputInfo("job.log", 6),)))
     assert f.severity == "info"
+    # no elision marker, but the input shows neither the job's start banner nor its end, and the rank is
+    # silent after START: the excerpt's end is no job state (issue 29)
     no_marker = replace(base, inputs=(InputInfo("job.log", 6),), unknown=logs().unknown)
     [f] = run("init-incomplete", no_marker)
-    assert f.severity == "warning"
+    assert f.severity == "info" and "if the log is whole" in f.title
 
 
 def _lw(rank: int, member: str, size: int, **kw: object) -> dict[str, object]:

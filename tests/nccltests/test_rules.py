@@ -52,7 +52,8 @@ def test_degraded_roce_run_is_low() -> None:
         102,
         19,
         91,
-    ]  # best row, NIC speed line, first NET/IB channel line
+        78,
+    ]  # best row, NIC speed line, first NET/IB channel line, NCCL's coll channel count
     assert "rocep1s0f0" in f.why and "11%" in f.why
 
 

@@ -131,12 +131,13 @@ def test_every_match_holds_a_needle(pattern: str, data: st.DataObject) -> None:
 
 def test_keep_patterns_are_the_rules_own() -> None:
     """`evidence.KEEP` holds every pattern a rule or hang check searches unknown lines with."""
+    from ncclscope.align.facts_inputs import LAUNCHER, RCCL_BANNER
     from ncclscope.align.phase import APP_END
     from ncclscope.findings.rules_config import PLUGIN_FAIL
-    from ncclscope.findings.rules_topology import ELISION
+    from ncclscope.findings.rules_init import ELISION
     from ncclscope.hang.exits import _CRASH
 
-    for pat in (APP_END, PLUGIN_FAIL, ELISION, _CRASH):
+    for pat in (APP_END, PLUGIN_FAIL, ELISION, _CRASH, RCCL_BANNER, LAUNCHER):
         assert pat in evidence.KEEP
     for module, pats in (
         ("findings/rules_gpu.py", evidence.KEEP[4:6]),
@@ -154,6 +155,7 @@ def test_keep_patterns_are_the_rules_own() -> None:
         if n and "parse" not in p.parts:
             uses[str(p.relative_to(REPO / "ncclscope"))] = n
     assert uses == {
+        "align/facts_inputs.py": 3,
         "align/phase.py": 2,  # the teardown rows and the clean-end check (APP_END)
         "align/rankmap.py": 1,
         "diff/facts.py": 1,
@@ -161,9 +163,10 @@ def test_keep_patterns_are_the_rules_own() -> None:
         "findings/quoted.py": 2,  # the line after `Last error:` and NCCLTESTS
         "findings/rules_errors.py": 1,
         "findings/rules_gpu.py": 3,
-        "findings/rules_topology.py": 1,
+        "findings/rules_init.py": 1,
         "hang/exits.py": 3,
         "hang/verdict.py": 1,
+        "report/views_health.py": 2,
     }
 
 

@@ -32,7 +32,7 @@ KEEP: tuple[str, ...] = (
         r'"key": "run_stop".*"status": "success"|destroy_process_group\(\) (?:was )?called'
         r"|[Ww]orker group (?:successfully )?finished|WorkerState\.SUCCEEDED"
     ),
-    # findings/rules_topology.py ELISION: an excerpt with lines cut out
+    # findings/rules_init.py ELISION: an excerpt with lines cut out
     r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- ?snip ?--)\s*$",
     # findings/rules_config.py PLUGIN_FAIL: libfabric's own failure lines
     (
@@ -45,7 +45,12 @@ KEEP: tuple[str, ...] = (
     # findings/rules_errors.py: an IB completion error pasted into another message
     r"Got completion from peer|NET/IB ?: Got completion",
     # diff/facts.py: RCCL's version banner, printed without a prefix
-    r"^\s*RCCL version\s*:\s*(\S+)",
+    r"^\s*RCCL version\s*:?\s*(\S+)",
+    # align/facts.py LAUNCHER: the launcher's own lines, and nccl-tests' footer (a whole log's end)
+    (
+        r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:|\bsrun\b|SLURM_JOB|slurmstepd|\bmpirun\b"
+        r"|OMPI_COMM_WORLD|prterun|deepspeed\.launcher|#\s*Avg bus bandwidth\s*:"
+    ),
     # findings/quoted.py NCCLTESTS: nccl-tests' own failure lines, which quote NCCL's last error
     r"Test (CUDA|NCCL) failure \S+:\d+ '(.*)'",
 )

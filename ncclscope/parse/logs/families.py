@@ -33,6 +33,7 @@ def _ch(kind: str) -> Family:
 FAMILIES: dict[str, Family] = {
     # collectives, connections, rings
     "coll": Family("collectives"),
+    "coll_acc": Family("collectives"),  # RCCL 2.27's ` acc (nil)` variant
     "conn": Family("connections"),
     "conn_legacy_net": Family("connections"),
     "collnet_conn": Family("connections", {"kind": "collnet"}),
@@ -130,7 +131,7 @@ FAMILIES: dict[str, Family] = {
 HEX_FIELDS = frozenset({"op_count"})
 
 # Families whose lines differ mostly in one field: the fast path parses each distinct rest once.
-VARYING: dict[str, str] = {"coll": "op_count"}
+VARYING: dict[str, str] = {"coll": "op_count", "coll_acc": "op_count"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,246 @@
+"""Report stage, health section: what was checked and what was found healthy, with the lines that show it.
+
+`section(s)` builds the document's `health` entry (pure data): the job's facts (`align.facts`), init
+completion per communicator, the WARNs printed before teardown (none, or which), the success marker, the
+data path (transports per channel, GPUDirect RDMA, PXN, channel counts, NICs, algorithm/protocol from
+TUNING lines) and the settings that change it. A clean run then reads as a positive statement with
+evidence. `markdown`, `html` and `terminal` lay it out; every string from the inputs is escaped there.
+"""
+
+from __future__ import annotations
+
+from html import escape as html_escape
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ncclscope.align.facts import DATA_PATH_SETTINGS as PATH_SETTINGS
+from ncclscope.align.phase import APP_END
+from ncclscope.align.rankmap import transport
+from ncclscope.report.facts import printable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ncclscope.session import Session
+
+MAX_LIST = 8
+
+
+def _cite(row: dict[str, Any]) -> dict[str, Any]:
+    return {"path": row.get("path"), "line": row.get("line"), "text": (row.get("text") or "").strip()[:300]}
+
+
+def _init(s: Session) -> list[dict[str, Any]]:
+    out = []
+    for c in s.facts.communicators:
+        n = c.nranks
+        state = "complete" if n is not None and c.complete >= n else "partial" if c.complete else "not seen"
+        out.append(
+            {
+                "comm": c.key,
+                "nranks": n,
+                "nnodes": c.nnodes,
+                "ranks_seen": c.ranks_seen,
+                "complete": c.complete,
+                "hosts": len(c.hosts),
+                "state": state,
+            }
+        )
+    return out
+
+
+def _warns_before_teardown(s: Session) -> dict[str, Any]:
+    """WARN lines printed before their input's teardown: unexplained ones (cited) and known-benign ones (counted)."""
+    w = s.logs.warnings.filter(pl.col("level") == "WARN")
+    if w.height:
+        w = w.filter(~s.phase.benign_teardown(w))
+    benign = w.filter(pl.col("benign").fill_null(False))
+    w = w.filter(~pl.col("benign").fill_null(False))
+    rows = w.sort("path", "line").head(MAX_LIST).to_dicts()
+    return {"count": w.height, "benign": benign.height, "first": [_cite(r) for r in rows]}
+
+
+def _success(s: Session) -> dict[str, Any] | None:
+    hit = s.logs.unknown.filter(pl.col("text").fill_null("").str.contains(APP_END))
+    if hit.is_empty():
+        hit = s.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"^#\s*Avg bus bandwidth\s*:"))
+    return _cite(hit.sort("path", "line").row(0, named=True)) if hit.height else None
+
+
+def _data_path(s: Session) -> dict[str, Any]:
+    conn = s.logs.connections
+    kind = transport().fill_null("?")
+    sub = pl.col("detail").fill_null("").str.extract(r"^([A-Za-z]+)", 1).fill_null("")
+    label = (
+        pl.when(kind == "NET")
+        .then(pl.concat_str([kind, pl.col("net").fill_null("?")], separator="/"))
+        .when((kind == "P2P") & (sub != ""))
+        .then(pl.concat_str([kind, sub], separator="/"))
+        .otherwise(kind)
+    )
+    gdr = pl.when(pl.col("gdr").fill_null(False)).then(pl.lit("/GDRDMA")).otherwise(pl.lit(""))
+    per = (
+        conn.select(t=pl.concat_str([label, gdr]))
+        .group_by("t")
+        .agg(pl.len().alias("n"))
+        .sort(["n", "t"], descending=[True, False])
+    )
+    transports = [{"transport": t, "channels": n} for t, n in per.iter_rows()]
+    ch = s.logs.channels
+    summary = ch.filter(pl.col("kind") == "summary")
+    coll = sorted({int(v) for v in summary["coll_channels"].drop_nulls().to_list()})
+    pxn = sorted({int(v) for v in ch["pxn"].drop_nulls().to_list()})
+    gdr_flag = sorted({int(v) for v in ch["gdr"].drop_nulls().to_list()})
+    net = s.logs.network
+    nics = sorted({h for h in net.filter(pl.col("kind") == "ib_dev")["hca"].drop_nulls().to_list()})
+    ifaces = sorted(
+        {i for i in net.filter(pl.col("kind") == "socket_iface")["iface"].drop_nulls().to_list() if i}
+    )
+    using = sorted({n for n in net.filter(pl.col("kind") == "using_network")["net"].drop_nulls().to_list()})
+    tuning = s.logs.known.filter(
+        pl.col("text").fill_null("").str.contains(r"NCCL INFO .*(?:TUNING|Algo|algo )")
+    )
+    return {
+        "network": using,
+        "transports": transports,
+        "coll_channels": coll,
+        "gdr_flag": gdr_flag,  # `use ring PXN x GDR y`
+        "pxn": pxn,
+        "nics": nics[:MAX_LIST],
+        "socket_ifaces": ifaces[:MAX_LIST],
+        "tuning_lines": tuning.height,
+    }
+
+
+def _settings(s: Session) -> list[dict[str, Any]]:
+    env = s.logs.env.filter(pl.col("name").is_in(list(PATH_SETTINGS)))
+    rows = env.sort("path", "line").unique(["name", "value"], keep="first", maintain_order=True)
+    return [
+        {
+            "name": r["name"],
+            "value": (r["value"] or "").strip(),
+            "changes": PATH_SETTINGS[r["name"]],
+            **_cite(r),
+        }
+        for r in rows.to_dicts()
+    ]
+
+
+def section(s: Session) -> dict[str, Any]:
+    """The `health` entry: facts, init, WARNs before teardown, success marker, data path, settings, statement."""
+    init = _init(s)
+    warns = _warns_before_teardown(s)
+    success = _success(s)
+    bad = [f for f in s.findings if f.severity in ("error", "warning")]
+    done = sum(c["state"] == "complete" for c in init)
+    parts = []
+    if init:
+        parts.append(f"{done} of {len(init)} communicator(s) completed init")
+    known = f" ({warns['benign']} known-benign)" if warns["benign"] else ""
+    parts.append(
+        (f"no unexplained WARN before teardown{known}" if warns["benign"] else "no WARN before teardown")
+        if not warns["count"]
+        else f"{warns['count']} WARN(s) before teardown{known}"
+    )
+    if success:
+        parts.append("the run reports success")
+    healthy = not bad and not warns["count"] and done == len(init)
+    lead = "Healthy as far as the evidence goes: " if healthy else "Checked: "
+    out: dict[str, Any] = _printable(
+        {
+            "healthy": healthy,
+            "statement": lead + "; ".join(parts) + ".",
+            "facts": s.facts.to_dict(),
+            "init": init,
+            "warns_before_teardown": warns,
+            "success": success,
+            "data_path": _data_path(s),
+            "settings": _settings(s),
+        }
+    )
+    return out
+
+
+def _printable(obj: Any) -> Any:
+    """Every string of the section fit to quote (input paths, host names and log text are data: no control
+    characters reach a terminal or a page)."""
+    if isinstance(obj, str):
+        return printable(obj)
+    if isinstance(obj, dict):
+        return {k: _printable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_printable(v) for v in obj]
+    return obj
+
+
+def _lines(h: dict[str, Any]) -> list[str]:
+    """Plain-text lines of the section (renderers escape them)."""
+    f = h["facts"]
+    out = [h["statement"]]
+    facts = []
+    for key in ("library", "nodes", "world_size", "launcher", "multi_node", "opcount_sequence"):
+        v = f[key]
+        if v["value"] is not None:
+            facts.append(f"{key.replace('_', ' ')}: {v['value']} ({v['sure']}: {v['how']})")
+    out += facts
+    for c in h["init"][:MAX_LIST]:
+        out.append(
+            f"communicator {c['comm']}: {c['complete']}/{c['nranks'] or '?'} ranks completed init"
+            + (f", nNodes {c['nnodes']}" if c["nnodes"] is not None else "")
+        )
+    if len(h["init"]) > MAX_LIST:
+        out.append(f"… and {len(h['init']) - MAX_LIST} more communicators")
+    for w in h["warns_before_teardown"]["first"][:3]:
+        out.append(f"WARN before teardown: {w['text']}")
+    if h["success"]:
+        out.append(f"success marker: {h['success']['text']}")
+    d = h["data_path"]
+    if d["transports"]:
+        out.append(
+            "data path: "
+            + ", ".join(f"{t['transport']} ×{t['channels']}" for t in d["transports"][:MAX_LIST])
+        )
+    extras = []
+    if d["network"]:
+        extras.append("network " + "/".join(d["network"]))
+    if d["coll_channels"]:
+        extras.append("coll channels " + "/".join(map(str, d["coll_channels"])))
+    if d["pxn"]:
+        extras.append("PXN " + "/".join(map(str, d["pxn"])))
+    if d["gdr_flag"]:
+        extras.append("GDR " + "/".join(map(str, d["gdr_flag"])))
+    if d["nics"]:
+        extras.append("NICs " + ", ".join(d["nics"]))
+    if extras:
+        out.append("; ".join(extras))
+    for st in h["settings"][:MAX_LIST]:
+        out.append(f"{st['name']}={st['value']}: {st['changes']}")
+    return out
+
+
+def markdown(doc: dict[str, Any]) -> list[str]:
+    from ncclscope.report.md_text import text
+
+    h = doc.get("health")
+    if not h:
+        return []
+    return ["## Health", "", *[f"- {text(x)}" for x in _lines(h)], ""]
+
+
+def html(doc: dict[str, Any]) -> str:
+    h = doc.get("health")
+    if not h:
+        return ""
+    return "<ul>" + "".join(f"<li>{html_escape(x)}</li>" for x in _lines(h)) + "</ul>"
+
+
+def terminal(doc: dict[str, Any], con: Console) -> None:
+    from rich.markup import escape
+
+    h = doc.get("health")
+    if not h:
+        return
+    con.print("[b]Health[/b]")
+    for x in _lines(h):
+        con.print("  " + escape(x))
