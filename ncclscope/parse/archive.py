@@ -63,7 +63,10 @@ def locate(path: str) -> str:
     while at >= 0:
         archive, member = path[:at], path[at + 1 :]
         if os.path.isfile(archive):
-            folder = _folder(archive)
+            try:
+                folder = _folder(archive)
+            except OSError:
+                return path
             if (folder / _INDEX).is_file():
                 return locate(str(folder / "m" / member))
         at = path.find(SEP, at + 1)
@@ -111,7 +114,15 @@ def _folder(archive: str) -> Path:
     st = os.stat(archive)
     ident = f"{os.path.realpath(archive)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}"
     key = hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return Path(tempfile.gettempdir()) / f"ncclscope-{os.getuid()}" / "archives" / key
+    base = Path(tempfile.gettempdir()) / f"ncclscope-{os.getuid()}"
+    base.mkdir(mode=0o700, exist_ok=True)
+    own = base.lstat()
+    # The temp dir is shared: a folder of this name made by someone else could feed us their "members".
+    if not base.is_dir() or base.is_symlink() or own.st_uid != os.getuid():
+        raise OSError(f"{base} is not this user's private folder; archives are not unpacked there")
+    if own.st_mode & 0o077:
+        base.chmod(0o700)
+    return base / "archives" / key
 
 
 def _unpack(path: str, real: str, kind: str, folder: Path, tuning: Tuning) -> None:

@@ -209,3 +209,21 @@ def test_a_walk_leaves_wheels_and_office_files_alone(logdir: Path, tmp_path: Pat
     logs = classify_inputs([str(tmp_path / "d")]).logs
     assert {p.split("!")[0].rsplit("/", 1)[1] for p in logs} == {"logs.zip"}
     assert classify_inputs([str(tmp_path / "d" / "notes.docx")]).logs  # named: read by its bytes
+
+
+def test_a_planted_unpack_folder_is_refused(
+    logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import tempfile
+
+    shared = tmp_path / "tmp"
+    (shared / "elsewhere").mkdir(parents=True)
+    (shared / f"ncclscope-{os.getuid()}").symlink_to(shared / "elsewhere")  # made by someone else
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    archive = _zip(logdir, tmp_path / "logs.zip")
+    (tmp_path / "plain.log").write_bytes(PLAIN)
+    inp = classify_inputs([str(archive), str(tmp_path / "plain.log")])
+    assert inp.logs == (str(tmp_path / "plain.log"),)
+    assert any("not this user's private folder" in n for n in inp.notes)
+    assert not any((shared / "elsewhere").iterdir())

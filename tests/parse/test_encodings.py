@@ -129,3 +129,14 @@ def test_walk_keeps_a_log_whose_first_8k_are_nuls(tmp_path: Path) -> None:
 def test_utf16_log_is_found_by_a_walk(tmp_path: Path) -> None:
     (tmp_path / "nccl-debug").write_bytes(CLEAN[0].read_text().encode("utf-16"))  # no suffix: told by NCCL
     assert classify_inputs([str(tmp_path)]).logs == (str(tmp_path / "nccl-debug"),)
+
+
+def test_a_short_line_in_a_legacy_encoding_is_kept(tmp_path: Path) -> None:
+    text = CLEAN[0].read_bytes()
+    p = tmp_path / CLEAN[0].name
+    cp1251 = "NCCL INFO ранг сети".encode("cp1251")  # 11 ASCII characters, 8 bytes that are not UTF-8
+    p.write_bytes(text + cp1251 + b"\n" + bytes(range(256)) + b"\n")  # and binary data after it
+    got = analyze([str(p)])
+    assert got.logs.coverage.lines == text.count(b"\n") + 1  # the binary line alone is dropped
+    assert any("1 line(s) held bytes that are not UTF-8" in n for n in got.notes)
+    assert any("skipped 2 line(s) of binary data" in n for n in got.notes)  # (it holds a line end)

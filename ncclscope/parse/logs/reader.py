@@ -181,8 +181,12 @@ def _binary(raw: pl.Series, block: bytes) -> pl.Series:
         return pl.Series("binary", [False] * raw.len(), dtype=pl.Boolean)
     nul = raw.str.contains("\x00", literal=True)
     odd = raw.str.contains(_ODD)
-    share = raw.str.count_matches(_ODD) / raw.str.len_chars().clip(lower_bound=1)
-    return nul | (odd & (share > 0.3) & (raw.str.len_chars() >= 8))
+    chars = raw.str.len_chars().clip(lower_bound=1)
+    share = raw.str.count_matches(_ODD) / chars
+    # Text in a legacy 8-bit encoding (CP1251, Latin-1) is mostly undecodable but half or more printable
+    # ASCII; random bytes are ~37% printable ASCII. Such a line is kept, its bytes shown as U+FFFD.
+    ascii_text = raw.str.count_matches("[ -~]") / chars >= 0.5
+    return nul | (odd & (share > 0.3) & ~ascii_text & (raw.str.len_chars() >= 8))
 
 
 def read_chunks(path: str, stats: ReadStats, tuning: Tuning = DEFAULT) -> Iterator[pl.DataFrame]:
