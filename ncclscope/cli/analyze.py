@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ncclscope.cli import app
-from ncclscope.cli.console import progress_printer, stdout_console, warn
+from ncclscope.cli.console import echo, progress_printer, say, stdout_console, warn
 from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
 from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError, StrictModeError
 
@@ -44,6 +44,7 @@ def analyze(
         raise InputError("nothing to analyze: give log paths and/or --trace DIR")
     knobs = tuning()
     start_log_workers(paths or [], trace or [], knobs)
+    _stdin_notice(paths or [])
 
     from ncclscope.report import document_for, json_report
     from ncclscope.session import analyze as run
@@ -60,7 +61,7 @@ def analyze(
         raise InputError("nothing to analyze: no input could be read (see the warnings above)")
     doc = document_for(s)  # one document, whichever renderer lays it out
     if fmt is Format.json:
-        typer.echo(json_report.render_doc(doc), nl=False)
+        echo(json_report.render_doc(doc))
     else:
         from ncclscope.report import terminal  # Rich: only for the terminal
 
@@ -69,6 +70,18 @@ def analyze(
     if strict and s.logs.coverage.unknown:
         raise StrictModeError(f"--strict: {s.logs.coverage.unknown} line(s) matched no grammar family")
     raise typer.Exit(EXIT_FINDINGS if s.has_errors else EXIT_OK)
+
+
+def _stdin_notice(paths: list[str]) -> None:
+    """`-` typed at a terminal: say that the log is read from the keyboard, or the run seems to hang."""
+    import sys
+
+    try:
+        at_terminal = "-" in paths and sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):  # a closed stdin
+        return
+    if at_terminal:
+        say("ncclscope: reading the log from stdin (a terminal): paste it, then Ctrl-D; or pipe it in")
 
 
 def _read_anything(s: Session) -> bool:
