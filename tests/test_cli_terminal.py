@@ -139,3 +139,17 @@ def test_bidi_marks_never_reach_the_terminal(
     main(["analyze", "-q", str(p)])
     out = capsys.readouterr().out
     assert mark not in out and f"abc\\u{ord(mark):04x}def" in out
+
+
+def test_trace_and_dump_evidence_is_not_cited_as_line_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = ROOT / "samples" / "traces" / "param_dlrm_8rank"
+    dumps = ROOT / "samples" / "hang" / "flight_gloo_torch2.13" / "a_rank_skips"
+    main(["analyze", "-q", "--trace", str(traces)])
+    main(["analyze", "-q", str(dumps)])
+    out = tmp_path / "r.md"
+    main(["report", "-q", "-o", str(out), str(traces)])
+    text = capsys.readouterr().out + out.read_text(encoding="utf-8")
+    assert "collective #0 alltoall" in text and "(Flight Recorder)" in text
+    assert ".gz:0" not in text and "rank_0:0" not in text

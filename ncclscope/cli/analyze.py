@@ -10,7 +10,8 @@ import typer
 from ncclscope.cli import app
 from ncclscope.cli.console import echo, progress_printer, say, stdout_console, warn
 from ncclscope.cli.options import Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
-from ncclscope.errors import EXIT_FINDINGS, EXIT_OK, InputError, StrictModeError
+from ncclscope.cli.select import FailOn, FailOnOption, Ignore, Select, chosen_ids, exit_code, filtered
+from ncclscope.errors import InputError, StrictModeError
 
 if TYPE_CHECKING:
     from ncclscope.session import Session
@@ -37,11 +38,15 @@ def analyze(
         bool, typer.Option("--strict", help="Fail (exit 1) when some lines match no grammar family.")
     ] = False,
     quiet: Quiet = False,
+    select: Select = None,
+    ignore: Ignore = None,
+    fail_on: FailOnOption = FailOn.error,
 ) -> None:
     """Diagnose a job from its logs (and traces): exit 0 no error finding, 1 error finding, 2 unusable input,
-    3 a bug in ncclscope."""
+    3 a bug in ncclscope (`--fail-on` picks the severity that exits 1)."""
     if not paths and not trace:
         raise InputError("nothing to analyze: give log paths and/or --trace DIR")
+    ids = chosen_ids(select, ignore)  # a pattern naming no rule fails before any reading
     knobs = tuning()
     start_log_workers(paths or [], trace or [], knobs)
     _stdin_notice(paths or [])
@@ -56,6 +61,7 @@ def analyze(
         progress=progress_printer(not quiet),
         tuning=knobs,
     )
+    s = filtered(s, ids)
     if not _read_anything(s):  # every input was skipped (a cap, damage): say why, as unusable input
         warn(s.notes)
         raise InputError("nothing to analyze: no input could be read (see the warnings above)")
@@ -69,7 +75,7 @@ def analyze(
     warn(s.notes)
     if strict and s.logs.coverage.unknown:
         raise StrictModeError(f"--strict: {s.logs.coverage.unknown} line(s) matched no grammar family")
-    raise typer.Exit(EXIT_FINDINGS if s.has_errors else EXIT_OK)
+    raise typer.Exit(exit_code(s, fail_on))
 
 
 def _stdin_notice(paths: list[str]) -> None:

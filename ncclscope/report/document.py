@@ -119,8 +119,11 @@ def build(s: Session, prov: Provenance = Provenance()) -> Document:
 
 def json_view(doc: Document) -> Document:
     """The stable JSON schema (`analyze --format json`): a projection of the document."""
+    from ncclscope.report.schema_version import SCHEMA_VERSION
+
     p = doc["provenance"]
     return {
+        "schema_version": SCHEMA_VERSION,
         "ncclscope": p["ncclscope"],
         "inputs": p["inputs"],
         "ranks": doc["rank_records"],

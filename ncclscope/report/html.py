@@ -16,7 +16,7 @@ from string import Template
 from typing import Any
 
 from ncclscope.report import views_nccltests
-from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
+from ncclscope.report.facts import HANG_COLUMNS, cite, hang_flag, printable, ranks_summary
 
 MAX_EVIDENCE = 50
 REDACTED_NOTE = (
@@ -66,9 +66,7 @@ def _finding(i: int, f: dict[str, Any]) -> str:
     if f["hosts"]:
         who.append(f"hosts {e(', '.join(f['hosts'][:12]))}" + (" …" if len(f["hosts"]) > 12 else ""))
     ev = f["evidence"]
-    lines = "\n".join(
-        f'<span class="loc">{e(x["path"])}:{int(x["line"])}</span>  {e(x["text"])}' for x in ev[:MAX_EVIDENCE]
-    )
+    lines = "\n".join(f'<span class="loc">{e(cite(x))}</span>  {e(x["text"])}' for x in ev[:MAX_EVIDENCE])
     if len(ev) > MAX_EVIDENCE:
         lines += f"\n… {len(ev) - MAX_EVIDENCE} more lines"
     details = (

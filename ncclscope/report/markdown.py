@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclscope.report import views_nccltests
-from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
+from ncclscope.report.facts import HANG_COLUMNS, cite, hang_flag, printable, ranks_summary
 from ncclscope.report.md_text import code, fenced, text
 
 __all__ = ["code", "fenced", "render_doc", "text"]
@@ -34,7 +34,7 @@ def _finding(f: dict[str, Any]) -> list[str]:
     out += [f"**Why it matters:** {text(f['why'])}", "", f"**What to try:** {text(f['fix'])}", ""]
     ev = f["evidence"]
     if ev:
-        lines = [printable(f"{e['path']}:{e['line']}  {e['text']}") for e in ev[:MAX_EVIDENCE]]
+        lines = [printable(f"{cite(e)}  {e['text']}") for e in ev[:MAX_EVIDENCE]]
         if len(ev) > MAX_EVIDENCE:
             lines.append(f"… {len(ev) - MAX_EVIDENCE} more lines")
         n = len(ev)

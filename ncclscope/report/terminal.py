@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ncclscope.report import views_nccltests
 from ncclscope.report.document import Document
+from ncclscope.report.facts import cite
 from ncclscope.report.safe_text import escape  # Rich markup escaped and control characters made visible
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -71,7 +72,7 @@ def _finding(con: Console, f: dict[str, Any]) -> None:
     sev = str(f["severity"]).upper()
     con.print(f"[{style}]{sev:7}[/{style}] [b]{escape(f['id'])}[/b]: {escape(f['title'])}{escape(who)}")
     for e in evidence[:MAX_EVIDENCE]:
-        _indented(con, f"[dim]{escape(str(e['path']))}:{e['line']}[/dim]  {_quoted(str(e['text']))}")
+        _indented(con, f"[dim]{escape(cite(e))}[/dim]  {_quoted(str(e['text']))}")
     if len(evidence) > MAX_EVIDENCE:
         _indented(con, f"[dim]… {len(evidence) - MAX_EVIDENCE} more lines[/dim]")
     _indented(con, f"[b]why:[/b] {escape(f['why'])}")
