@@ -16,14 +16,25 @@ from string import Template
 from typing import Any
 
 from ncclscope.report import views_nccltests
-from ncclscope.report.facts import HANG_COLUMNS, cite, hang_flag, printable, ranks_summary
+from ncclscope.report.facts import cite, hang_flag, printable, ranks_summary
+from ncclscope.report.fold import (
+    FLAG_ORDER,
+    HANG_LABELS,
+    MAX_INPUTS,
+    fold_hang,
+    fold_inputs,
+    fold_ranks,
+    hang_columns,
+    op_count,
+)
 
 MAX_EVIDENCE = 50
 REDACTED_NOTE = (
     "host names, IP/MAC addresses, user names in paths and pointers are replaced by consistent "
     "pseudonyms (host-1, ip-1.2, user-1, 0xptr-1)"
 )
-MAX_ROWS = 1024
+MAX_ROWS = 1024  # rows of a collapsed every-rank table
+MAX_STATES = 64  # rows of the folded hang table
 FIGURES = [
     ("fig-hang", "Hang view"),
     ("fig-topology", "Topology"),
@@ -98,28 +109,43 @@ def _cell(v: object) -> str:
     return "" if v is None else str(v)
 
 
+def _rank_row(r: dict[str, Any], cols: list[str]) -> str:
+    cells = "".join(
+        f"<td{' class=odd' if c in r['odd'] else ''}>{'⚠ ' if c in r['odd'] else ''}{e(_cell(r['cells'][c]))}</td>"
+        for c in cols
+    )
+    return f'<tr>{cells}<td class="flag">{e(", ".join(r["findings"]))}</td></tr>'
+
+
 def ranks_html(doc: dict[str, Any], limit: int = MAX_ROWS) -> str:
+    """The ranks that stand out (odd values, uncommon findings); every rank, collapsed, below."""
     t = doc["ranks"]
     if not t["rows"]:
         return '<p class="muted">No rank could be identified (no Init lines or rank tags in the logs).</p>'
-    head = "".join(f"<th>{e(c)}</th>" for c in t["columns"]) + "<th>findings</th>"
-    body = []
-    for r in t["rows"][:limit]:
-        cells = "".join(
-            f"<td{' class=odd' if c in r['odd'] else ''}>{e(_cell(r['cells'][c]))}</td>" for c in t["columns"]
-        )
-        body.append(f'<tr>{cells}<td class="flag">{e(", ".join(r["findings"]))}</td></tr>')
-    more = (
-        f'<p class="muted">{len(t["rows"]) - limit} more ranks not shown.</p>'
-        if len(t["rows"]) > limit
-        else ""
-    )
+    cols = t["columns"]
+    head = "<tr>" + "".join(f"<th>{e(c)}</th>" for c in cols) + "<th>findings</th></tr>"
+    fold = fold_ranks(t)
+    shown = "".join(_rank_row(r, cols) for r in fold.rows)
+    table = f'<div class="scroll"><table class="sortable">{head}{shown}</table></div>'
     odd = (
-        f'<p class="muted">Red cells differ from most ranks ({e(", ".join(t["odd_columns"]))}).</p>'
+        f'<p class="muted">Cells marked ⚠ differ from most ranks ({e(", ".join(t["odd_columns"]))}).</p>'
         if t["odd_columns"]
         else ""
     )
-    return f'{odd}<div class="scroll"><table><tr>{head}</tr>{"".join(body)}</table></div>{more}'
+    if not fold.hidden:
+        return odd + table
+    common = f" and the same findings ({e(', '.join(fold.common))})" if fold.common else ""
+    every = "".join(_rank_row(r, cols) for r in t["rows"][:limit])
+    more = f" (first {limit:,})" if len(t["rows"]) > limit else ""
+    return (
+        f'{odd}{table}<p class="muted">{fold.hidden:,} more ranks with no odd value{common}.</p>'
+        f"<details><summary>Every rank ({len(t['rows']):,}){more}</summary>{_filter()}"
+        f'<div class="scroll tall"><table class="sortable">{head}{every}</table></div></details>'
+    )
+
+
+def _filter() -> str:
+    return '<input class="filter" type="search" placeholder="filter rows (rank, host, value…)">'
 
 
 def _values(vals: list[dict[str, Any]]) -> str:
@@ -155,18 +181,33 @@ def environment_html(doc: dict[str, Any]) -> str:
 
 
 def hang_html(doc: dict[str, Any]) -> str:
+    """Ranks folded by state, culprits and the detector first; every rank, collapsed, sortable below."""
     rows = doc["hang"]
     if not rows:
         return ""
-    cols = [c for c in HANG_COLUMNS if any(r[c] is not None for r in rows)]
-    head = "".join(f"<th>{c}</th>" for c in cols) + "<th></th>"
-    body = "".join(
-        f"<tr{' class=behind' if r['behind'] else ''}>"
-        + "".join(f"<td>{e(_cell(r[c]))}</td>" for c in cols)
-        + f'<td class="flag">{e(hang_flag(r))}</td></tr>'
-        for r in rows[:MAX_ROWS]
+    cols = hang_columns(rows)
+    labels = "".join(f"<th>{e(HANG_LABELS[c])}</th>" for c in cols)
+    folded = "".join(
+        f"<tr{' class=behind' if h.behind else ''}><td>{e(h.who)}</td><td>{e(h.where)}</td>"
+        + "".join(f"<td>{e(v)}</td>" for v in h.state)
+        + f'<td class="flag">{e(h.flag)}</td></tr>'
+        for h in fold_hang(rows)[:MAX_STATES]
     )
-    return f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'
+    out = f'<div class="scroll"><table><tr><th>ranks</th><th>host</th>{labels}<th></th></tr>{folded}</table></div>'
+    if len(rows) <= 1:
+        return out
+    first = sorted(rows, key=lambda r: (FLAG_ORDER.get(hang_flag(r), 9), r["rank"] is None, r["rank"] or 0))
+    every = "".join(
+        f"<tr{' class=behind' if r['behind'] else ''}><td>{e(_cell(r['rank']))}</td><td>{e(_cell(r['host']))}</td>"
+        + "".join(f"<td>{e(op_count(r[c]) if c == 'last_op_count' else _cell(r[c]))}</td>" for c in cols)
+        + f'<td class="flag">{e(hang_flag(r))}</td></tr>'
+        for r in first[:MAX_ROWS]
+    )
+    return (
+        f"{out}<details><summary>Every rank ({len(rows):,}), culprits first; click a heading to sort</summary>"
+        f'{_filter()}<div class="scroll tall"><table class="sortable"><tr><th>rank</th><th>host</th>{labels}'
+        f"<th></th></tr>{every}</table></div></details>"
+    )
 
 
 def provenance_html(doc: dict[str, Any]) -> str:
@@ -190,15 +231,28 @@ def provenance_html(doc: dict[str, Any]) -> str:
         else f"<dt>{e(k)}</dt><dd>{e(v)}</dd>"
         for k, v in items
     )
-    inputs = "".join(f"<tr><td>{e(i['path'])}</td><td>{int(i['lines'])} lines</td></tr>" for i in p["inputs"])
-    inputs += "".join(
-        f"<tr><td>{e(t['path'])}</td><td>rank {e(t['rank'])}, {e(t['events'])} events</td></tr>"
-        for t in p["traces"]
+    rows = fold_inputs(p)
+    inputs = "".join(
+        f"<tr><td>{e(i.path)}{f' ({i.files:,} files)' if i.files > 1 else ''}</td><td>"
+        + (f"rank {e(i.rank)}, " if i.what == "events" and i.files == 1 else "")
+        + f"{i.amount:,} {i.what}</td></tr>"
+        for i in rows[:MAX_INPUTS]
     )
+    if len(rows) > MAX_INPUTS:
+        rest = rows[MAX_INPUTS:]
+        inputs += (
+            f"<tr><td>… {len(rest)} more directories</td><td>{sum(r.files for r in rest):,} files</td></tr>"
+        )
+    n_in = f"{len(p['inputs']):,} logs, {len(p['traces']):,} traces"
     notes = "".join(f"<li>{e(n)}</li>" for n in doc["notes"])
     return (
         f"<dl>{dl}</dl>"
-        + (f"<table><tr><th>input</th><th></th></tr>{inputs}</table>" if inputs else "")
+        + (
+            f"<details><summary>Inputs: {n_in}</summary><table><tr><th>input</th><th></th></tr>"
+            f"{inputs}</table></details>"
+            if inputs
+            else ""
+        )
         + (f"<p>Notes on the input:</p><ul>{notes}</ul>" if notes else "")
     )
 
@@ -219,16 +273,27 @@ def _section(sid: str, title: str, inner: str) -> str:
     return f'<section class="block" id="{sid}"><h2>{e(title)}</h2>{inner}</section>'
 
 
+def _figure(fid: str, fig: dict[str, Any]) -> str:
+    """A panel for a figure with data; one muted line saying why for an empty one (no blank panel)."""
+    if fig.get("data"):
+        return f'<div class="figure" id="{fid}"></div>'
+    notes = [a.get("text", "") for a in (fig.get("layout") or {}).get("annotations") or []]
+    title = (fig.get("layout") or {}).get("title") or {}
+    name = title.get("text", "") if isinstance(title, dict) else str(title)
+    return f'<p class="muted empty-figure">{e(name)}: {e(" ".join(notes) or "nothing to plot")}</p>'
+
+
 def render_page(doc: dict[str, Any], figures: dict[str, dict[str, Any]]) -> str:
     """The whole page: `figures` maps a FIGURES id to Plotly's JSON (data, layout)."""
-    figs = {fid: f'<div class="figure" id="{fid}"></div>' for fid, _ in FIGURES if fid in figures}
+    figs = {fid: _figure(fid, figures[fid]) for fid, _ in FIGURES if fid in figures}
     hang = hang_html(doc)
     body = [
         "<header><h1>ncclscope report</h1>"
         + summary_html(doc)
         + '<nav><a href="#findings">Findings</a><a href="#hang">Hang view</a><a href="#ranks">Ranks</a>'
         '<a href="#topology">Topology</a><a href="#traces">Traces</a><a href="#environment">Environment</a>'
-        '<a href="#provenance">How it was made</a></nav></header><main>',
+        + ('<a href="#nccltests">nccl-tests</a>' if views_nccltests.html(doc) else "")
+        + '<a href="#provenance">How it was made</a></nav></header><main>',
         _section("findings", "Findings", findings_html(doc)),
         _section("hang", "Hang view: how far each rank got", hang + figs.get("fig-hang", "")),
         _section("ranks", "Ranks × configuration", ranks_html(doc)),
