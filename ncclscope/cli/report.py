@@ -86,6 +86,10 @@ def report(
             "writing the report to stdout (-o -) needs --format markdown, html, json or perfetto"
         )
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
+    if not to_stdout:  # `-o rank1.log` naming an input (or a directory) fails before any reading too
+        from ncclscope.report.write import check_target
+
+        check_target(output, [*paths, *(trace or [])])
     progress = progress_printer(not quiet)
     s = run(
         paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=knobs
