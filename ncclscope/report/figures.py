@@ -139,7 +139,8 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
     folded = fold_hang(rows)[:MAX_HANG_BARS]
     x = [escape_text(f"{h.who}{' · ' + h.flag if h.flag else ''}") for h in folded]
     first = [by_rank.get(h.ranks[0] if h.ranks else None, {}) for h in folded]
-    red = ["#d62728" if h.behind else None for h in folded]
+    # Ranks behind get a thick red outline (their series keeps its colour, so the legend stays true).
+    outline = {"color": ["#d62728" if h.behind else "rgba(0,0,0,0)" for h in folded], "width": 4}
     has_op = any(r.get("last_op_count") is not None for r in first)
     seq_cols = [
         (c, n)
@@ -169,7 +170,7 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
                 y=ops,
                 text=[op_count(v) for v in ops],
                 name="last NCCL opCount",
-                marker_color=[c or "#4c78a8" for c in red],
+                marker={"color": "#4c78a8", "line": outline},
                 hovertemplate="%{x}: opCount %{text}<extra></extra>",
             ),
             row=panels.index("op") + 1,
@@ -181,7 +182,7 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
                 x=x,
                 y=[r.get(col) for r in first],
                 name=name,
-                marker_color=[c or ["#f58518", "#72b7b2", "#54a24b"][k] for c in red],
+                marker={"color": ["#f58518", "#72b7b2", "#54a24b"][k], "line": outline},
                 hovertemplate="%{x}: " + name + " %{y}<extra></extra>",
             ),
             row=panels.index("seq") + 1,
