@@ -17,7 +17,8 @@ from rich.table import Table
 
 from ncclscope.report import views_nccltests
 from ncclscope.report.document import Document
-from ncclscope.report.facts import cite
+from ncclscope.report.facts import cite, ranks_summary
+from ncclscope.report.fold import fold_ranks
 from ncclscope.report.safe_text import escape  # Rich markup escaped and control characters made visible
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -38,18 +39,21 @@ def _cell(v: object) -> str:
 
 
 def ranks_table(t: dict[str, Any], limit: int = MAX_RANKS) -> Table:
-    """The document's ranks table; the cells it marks odd (held by a minority of ranks) marked `⚠`, red."""
+    """The document's ranks table, folded as in the reports (ranks with an odd value or uncommon findings,
+    the rest counted); odd cells (held by a minority of ranks) marked `⚠`, and red."""
     cols: list[str] = t["columns"]
     table = Table(*[_HEAD.get(c, c) for c in cols], title=f"ranks × configuration ({ODD}: odd value)")
-    for r in t["rows"][:limit]:
+    fold = fold_ranks(t, cap=limit)
+    for r in fold.rows:
         table.add_row(
             *[
                 f"[red]{ODD} {_cell(r['cells'][c])}[/red]" if c in r["odd"] else _cell(r["cells"][c])
                 for c in cols
             ]
         )
-    if len(t["rows"]) > limit:
-        table.caption = f"{len(t['rows']) - limit} more ranks not shown (see --format json)"
+    if fold.hidden:
+        common = f" and the same findings ({', '.join(fold.common)})" if fold.common else ""
+        table.caption = escape(f"{fold.hidden:,} more ranks with no odd value{common} (see --format json)")
     return table
 
 
@@ -66,7 +70,7 @@ def _finding(con: Console, f: dict[str, Any]) -> None:
     ranks, hosts, evidence = f["ranks"], f["hosts"], f["evidence"]
     who = ""
     if ranks:
-        who += " ranks " + ",".join(str(r) for r in ranks[:16]) + ("…" if len(ranks) > 16 else "")
+        who += " ranks " + ranks_summary(ranks, limit=8)
     if hosts:
         who += " hosts " + ",".join(hosts[:8]) + ("…" if len(hosts) > 8 else "")
     sev = str(f["severity"]).upper()
