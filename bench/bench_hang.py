@@ -53,8 +53,10 @@ def _torch_lines(r: G.Rank, seq: int, stalled: int, detector: int) -> list[str]:
     ]
 
 
-def ensure_logs(ranks: int, coll: int, stalled: int) -> Path:
-    out = HERE / "out" / f"hang_r{ranks}_c{coll}_s{stalled}"
+def ensure_logs(ranks: int, coll: int, stalled: int, root: Path | None = None) -> Path:
+    """The hang set's directory (under `root`, default bench/out/), generated if absent. The rank after
+    the stalled one is the one that detects the timeout."""
+    out = (root or HERE / "out") / f"hang_r{ranks}_c{coll}_s{stalled}"
     if out.is_dir() and any(out.iterdir()):
         return out
     out.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The public names too (`load`, `Analysis`, …), though they are imported only on first use."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def configure_process() -> None:
     """Process-wide settings for a large analysis; call before Polars is first imported.
 

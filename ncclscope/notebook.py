@@ -100,11 +100,43 @@ class Figures:
 
 
 class Analysis:
-    """One analysis, for exploring in Jupyter: frames as attributes, findings, figures, reports."""
+    """One analysis, for exploring in Jupyter: frames as attributes, findings, figures, reports.
+
+    Frames: `ranks`, `comms`, `hang`, `arrivals`, `timeline`, `trace_collectives`, `trace_steps`,
+    `topology_edges`, and the log tables by name (LOG_TABLES). Findings: `findings`, `findings_frame`.
+    Figures: `fig.topology()`, `fig.arrivals()`, `fig.timeline()`, `fig.hang()`. Reports: `report(path)`,
+    `to_markdown()`. Every frame is Polars; `.to_pandas()` on one needs the `pandas` extra
+    (`pip install 'ncclscope[pandas]'`).
+    """
 
     def __init__(self, session: Session) -> None:
-        self.session = session
-        self.fig = Figures(session)
+        self._session = session
+        self._fig = Figures(session)
+
+    @property
+    def session(self) -> Session:
+        """The pipeline's result: every stage's output (logs, traces, hang view), findings and notes."""
+        return self._session
+
+    @property
+    def fig(self) -> Figures:
+        """The figures of this analysis: `fig.topology()`, `fig.arrivals()`, `fig.timeline()`, `fig.hang()`."""
+        return self._fig
+
+    @property
+    def n_ranks(self) -> int:
+        """Ranks seen: those of the logs, else those of the traces (a trace-only analysis has no rank
+        table), else those of the Flight Recorder dumps."""
+        ranks = self.ranks
+        if ranks.height:
+            return int(ranks["rank"].n_unique()) if "rank" in ranks.columns else ranks.height
+        a = self.session.aligned_traces
+        if a is not None and a.n_ranks:
+            return int(a.n_ranks)
+        tc = self.trace_collectives
+        if tc.height and "rank" in tc.columns:
+            return int(tc["rank"].n_unique())
+        return int(self.hang["rank"].n_unique())
 
     def __getattr__(self, name: str) -> pl.DataFrame:
         # Log tables by name: s.connections, s.warnings, s.collectives, … (see `tables()`). The per-line
@@ -138,6 +170,7 @@ class Analysis:
 
     @property
     def trace_steps(self) -> pl.DataFrame:
+        """ProfilerStep spans found in the traces, one row per step per rank (empty without traces)."""
         return self._trace_frame("steps")
 
     @property
@@ -149,6 +182,7 @@ class Analysis:
 
     @property
     def timeline(self) -> pl.DataFrame:
+        """Per (rank, collective) from the traces: start, end and op, for the per-rank timeline figure."""
         from ncclscope.report import views
 
         return views.timeline(self.session)
@@ -159,6 +193,13 @@ class Analysis:
         from ncclscope.report import views_hang
 
         return views_hang.hang(self.session)
+
+    @property
+    def topology_edges(self) -> pl.DataFrame:
+        """One row per directed edge and channel (rings, trees, connections), as `fig.topology()` draws."""
+        from ncclscope.report import views
+
+        return views.topology_edges(self.session.logs)
 
     def _trace_frame(self, name: str) -> pl.DataFrame:
         from ncclscope import schema as S
@@ -180,6 +221,7 @@ class Analysis:
             "arrivals",
             "timeline",
             "hang",
+            "topology_edges",
         ]
 
     # -- findings --------------------------------------------------------------------------------
@@ -216,10 +258,12 @@ class Analysis:
 
     @property
     def notes(self) -> tuple[str, ...]:
+        """What was skipped, cut or could not be read, one sentence each."""
         return self.session.notes
 
     @property
     def coverage(self) -> dict[str, int]:
+        """Lines read, NCCL lines, recognised and unknown ones, over every log."""
         return self.session.logs.coverage.to_json()
 
     # -- reports ---------------------------------------------------------------------------------
@@ -230,6 +274,7 @@ class Analysis:
         return write_report(self.session, os.fspath(path), fmt=fmt, redact=redact)
 
     def to_markdown(self, *, redact: bool = False) -> str:
+        """The Markdown report as a string (as `ncclscope report -o x.md` writes it)."""
         from ncclscope.report import render
 
         return render(self.session, "markdown", redact=redact)
@@ -254,6 +299,11 @@ class Analysis:
         from ncclscope.report.document import verdict
 
         return (
-            f"<ncclscope.Analysis: {verdict(self.session)} {self.ranks.height} ranks, "
+            f"<ncclscope.Analysis: {verdict(self.session)} {self.n_ranks} ranks, "
             f"{len(self.session.findings)} findings>"
         )
+
+
+Analysis.__doc__ = (
+    (Analysis.__doc__ or "") + "\n    Log tables (`s.<name>`): " + ", ".join(LOG_TABLES) + ".\n"
+)

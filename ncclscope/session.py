@@ -110,8 +110,7 @@ def analyze(
     )
     ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows))
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
-    groups = {r.id: r.group for r in all_rules()}
-    diagnosis = diagnose(findings, gather(findings, rule_groups=groups, logs=logs, hang=hang, flight=flight))
+    diagnosis = _diagnose(findings, logs, hang, flight)
     notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
     return Session(
         logs=logs,
@@ -128,6 +127,19 @@ def analyze(
         diagnosis=diagnosis,
         facts=ctx.job,
     )
+
+
+def with_findings(s: Session, findings: tuple[Finding, ...]) -> Session:
+    """The session with only `findings` (e.g. `--select`/`--ignore`), diagnosed again on them: a verdict
+    never rests on a finding the user asked to leave out."""
+    return replace(s, findings=findings, diagnosis=_diagnose(findings, s.logs, s.hang, s.flight))
+
+
+def _diagnose(
+    findings: tuple[Finding, ...], logs: LogFrames, hang: HangView, flight: FlightFrames | None
+) -> Diagnosis:
+    groups = {r.id: r.group for r in all_rules()}
+    return diagnose(findings, gather(findings, rule_groups=groups, logs=logs, hang=hang, flight=flight))
 
 
 def _notes(stage: TraceFrames | AlignedCollectives | FlightFrames | None) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Report, JSON: `ncclscope analyze --format json` follows the stable schema of issue 2."""
+"""Report, JSON: `ncclscope analyze --format json` follows the published JSON Schema
+(ncclscope/schemas/analyze.schema.json), and `rules` / `coverage` JSON carry the same schema_version."""
 
 from __future__ import annotations
 
@@ -8,70 +9,12 @@ from pathlib import Path
 import pytest
 
 from ncclscope.cli import main
+from ncclscope.report import json_report
+from ncclscope.report.schema_version import SCHEMA_VERSION
 
 jsonschema = pytest.importorskip("jsonschema")
 
-_INT = {"type": "integer"}
-_STR = {"type": "string"}
-SCHEMA = {
-    "type": "object",
-    "required": ["ncclscope", "inputs", "ranks", "findings", "coverage"],
-    "properties": {
-        "ncclscope": _STR,
-        "inputs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "lines"],
-                "properties": {"path": _STR, "lines": _INT},
-            },
-        },
-        "ranks": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"],
-                "properties": {
-                    "rank": {"type": ["integer", "null"]},
-                    "host": _STR,
-                    "pid": _INT,
-                    "cuda_dev": {"type": ["integer", "null"]},
-                    "nccl_version": {"type": ["string", "null"]},
-                    "comm_ids": {"type": "array", "items": _STR},
-                },
-            },
-        },
-        "findings": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["id", "severity", "title", "ranks", "hosts", "evidence", "why", "fix"],
-                "properties": {
-                    "id": _STR,
-                    "severity": {"enum": ["error", "warning", "info"]},
-                    "title": _STR,
-                    "ranks": {"type": "array", "items": _INT},
-                    "hosts": {"type": "array", "items": _STR},
-                    "evidence": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["path", "line", "text"],
-                            "properties": {"path": _STR, "line": _INT, "text": _STR},
-                        },
-                    },
-                    "why": _STR,
-                    "fix": _STR,
-                },
-            },
-        },
-        "coverage": {
-            "type": "object",
-            "required": ["lines", "nccl_lines", "recognized", "unknown"],
-            "properties": {k: _INT for k in ("lines", "nccl_lines", "recognized", "unknown")},
-        },
-    },
-}
+SCHEMA = json_report.schema()  # the published file, shipped in the wheel
 
 
 def _doc(paths: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
@@ -107,3 +50,31 @@ def test_errors_come_first(samples_dir: Path, capsys: pytest.CaptureFixture[str]
 def test_corpus_follows_schema(corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for log in sorted(corpus_dir.glob("*.log"))[::7]:
         jsonschema.validate(_doc([str(log)], capsys), SCHEMA)
+
+
+def test_the_schema_is_a_valid_schema_of_this_version() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
+
+
+def test_every_sample_set_follows_schema(samples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each bundled directory (hangs, traces, dumps, nccl-tests, complete runs) as one analysis."""
+    dirs = sorted(d for d in samples_dir.iterdir() if d.is_dir())
+    assert dirs
+    for d in dirs:
+        main(["analyze", "-q", "--format", "json", str(d)])
+        out = capsys.readouterr().out
+        if out:  # a directory with nothing readable exits 2 with no JSON
+            doc = json.loads(out)
+            jsonschema.validate(doc, SCHEMA)
+            assert doc["schema_version"] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("command", [["rules"], ["coverage"]])
+def test_rules_and_coverage_json_carry_the_version(
+    command: list[str], samples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = [str(samples_dir / "logs" / "nccl687_2node_ib_gdrdma_p2p_read_healthy.log")]
+    assert main([*command, "--format", "json", *(extra if command == ["coverage"] else [])]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == SCHEMA_VERSION

@@ -1,14 +1,17 @@
 """CLI stage: the Rich consoles (data to stdout, progress and warnings to stderr).
 
 Every string a console renders goes through `safe_text.printable` first, whoever built it: an ESC or
-C1 control from a log never reaches the terminal raw. `--no-color` and a non-empty NO_COLOR turn
-colours and styles off.
+C1 control from a log never reaches the terminal raw. Rich's emoji codes are off (`host:100:1234` must
+not become a 💯). Piped output is never hard-wrapped (grep and paste see whole lines). `--no-color` and
+a non-empty NO_COLOR turn colours and styles off. A reader that closes the pipe early (`| head`) stops
+the output quietly: the command still exits with its own status.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -19,7 +22,16 @@ from ncclscope.report.safe_text import escape, printable
 if TYPE_CHECKING:
     from rich.console import Console
 
-PIPE_WIDTH = 160  # Rich assumes 80 columns off a terminal; reports piped into a ticket read better wider
+PIPE_WIDTH = 160  # tables piped into a ticket read better wider than Rich's 80 columns off a terminal
+
+
+def stdout_gone() -> None:
+    """The reader of stdout went away (`| head`): later writes go to /dev/null, quietly."""
+    GLOBALS.stdout_closed = True
+    try:  # later writes (and the final flush) go nowhere instead of failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real descriptor (a test's capture): drop the writes
+        pass
 
 
 @functools.cache
@@ -34,11 +46,17 @@ def _safe_console_class() -> type[Console]:
         def render_str(self, text: str, **kwargs: Any) -> Text:
             return super().render_str(printable(text), **kwargs)
 
+        def on_broken_pipe(self) -> None:
+            """Rich's own raises SystemExit(1), which would read as 'an error finding'."""
+            self.quiet = True
+            stdout_gone()
+
     return SafeConsole
 
 
 def safe_console(**kwargs: Any) -> Console:
-    """A Rich Console whose every rendered string goes through `printable` first."""
+    """A Rich Console whose every rendered string goes through `printable` first; no emoji codes."""
+    kwargs.setdefault("emoji", False)
     return _safe_console_class()(**kwargs)
 
 
@@ -53,23 +71,40 @@ def _console(**kwargs: Any) -> Console:
 
 
 def stdout_console() -> Console:
+    """Data on stdout: wrapped at the terminal's width on a terminal, never when piped."""
     con = _console(soft_wrap=False)
     if not con.is_terminal:
+        con.soft_wrap = True  # text lines whole; tables still laid out to a width
         con.width = max(con.width, PIPE_WIDTH)
+    if GLOBALS.stdout_closed:
+        con.quiet = True
     return con
+
+
+def echo(text: str) -> None:
+    """`text` on stdout as is (JSON, a report); a closed pipe ends the output quietly."""
+    if GLOBALS.stdout_closed:
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_gone()
 
 
 def stderr_console() -> Console:
     return _console(stderr=True)
 
 
+def say(line: str) -> None:
+    """One line on stderr, log text in it made inert."""
+    stderr_console().print(line, markup=False, soft_wrap=True)
+
+
 def warn(notes: tuple[str, ...] | list[str]) -> None:
     """Each note as one `warning:` line on stderr (log text in it made inert)."""
-    if not notes:
-        return
-    err = stderr_console()
     for note in notes:
-        err.print(f"warning: {note}", markup=False, soft_wrap=True)
+        say(f"warning: {note}")
 
 
 def progress_printer(enabled: bool) -> Callable[[str], None] | None:

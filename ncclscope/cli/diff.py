@@ -108,7 +108,10 @@ def diff(
         if output is None:
             typer.echo(out, nl=False)
         else:
-            output.write_text(out, encoding="utf-8")
+            from ncclscope.report.write import write_text
+
+            read = [i.path for s in sessions for i in s.logs.inputs]
+            write_text(output, out, [*side_paths(a), *side_paths(b), *read])
     for label, s in zip("AB", sessions):
         warn([f"{label}: {note}" for note in s.notes])
     raise typer.Exit(EXIT_FINDINGS if d.relevant else EXIT_OK)

@@ -43,9 +43,10 @@ class Globals:
     debug: bool = False
     color: bool = True
     overrides: dict[str, int] = field(default_factory=dict)
+    stdout_closed: bool = False  # the reader of stdout went away (`| head`)
 
     def reset(self, *, debug: bool, color: bool) -> None:
-        self.debug, self.color, self.overrides = debug, color, {}
+        self.debug, self.color, self.overrides, self.stdout_closed = debug, color, {}, False
 
 
 GLOBALS = Globals()

@@ -9,15 +9,22 @@ from typing import Annotated
 import typer
 
 from ncclscope.cli import app
-from ncclscope.cli.console import progress_printer, stderr_console, warn
+from ncclscope.cli.console import echo, progress_printer, stderr_console, warn
 from ncclscope.cli.options import Paths, Quiet, RankMap, TraceDir, parse_rank_map, start_log_workers, tuning
+from ncclscope.cli.select import FailOn, FailOnOption, Ignore, Select, chosen_ids, exit_code, filtered
 from ncclscope.cli.unusable import says_something, what_was_read
-from ncclscope.errors import EXIT_OK, InputError
+from ncclscope.errors import InputError
 from ncclscope.report.safe_text import printable
 
 
 def _command_line(
-    paths: list[str], output: Path, trace: list[str], fmt: str | None, redact: bool, rank_map: str | None
+    paths: list[str],
+    output: Path,
+    trace: list[str],
+    fmt: str | None,
+    redact: bool,
+    rank_map: str | None,
+    chosen: list[str] | None = None,
 ) -> str:
     """The command as a user would type it (rebuilt from the options, whatever the entry point)."""
     args = ["ncclscope", "report", *paths]
@@ -30,7 +37,7 @@ def _command_line(
         args += ["--rank-map", rank_map]
     if redact:
         args.append("--redact")
-    return shlex.join(args)
+    return shlex.join(args + (chosen or []))
 
 
 @app.command()
@@ -62,8 +69,13 @@ def report(
     ] = False,
     rank_map: RankMap = None,
     quiet: Quiet = False,
+    select: Select = None,
+    ignore: Ignore = None,
+    fail_on: FailOnOption = FailOn.never,
 ) -> None:
-    """Write a report for a bug ticket (Markdown), a self-contained offline page (HTML), JSON or a Perfetto trace."""
+    """Write a report for a bug ticket (Markdown), a self-contained offline page (HTML), JSON or a Perfetto
+    trace. Exit 0 once written (`--fail-on` error|warning: 1 when such a finding is reported)."""
+    ids = chosen_ids(select, ignore)
     knobs = tuning()
     start_log_workers(paths, trace or [], knobs)
     from ncclscope.report import render, renderer_for, write_report
@@ -75,6 +87,10 @@ def report(
             "writing the report to stdout (-o -) needs --format markdown, html, json or perfetto"
         )
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
+    if not to_stdout:  # `-o rank1.log` naming an input (or a directory) fails before any reading too
+        from ncclscope.report.write import check_target
+
+        check_target(output, [*paths, *(trace or [])])
     progress = progress_printer(not quiet)
     s = run(
         paths, trace_paths=trace or [], rank_map=parse_rank_map(rank_map), progress=progress, tuning=knobs
@@ -82,13 +98,15 @@ def report(
     if not says_something(s):  # exit 2, and no report that would call the job healthy
         warn(s.notes)
         raise InputError(what_was_read(s))
-    command = _command_line(paths, output, trace or [], fmt, redact, rank_map)
+    s = filtered(s, ids)
+    chosen = [f"--select={v}" for v in select or []] + [f"--ignore={v}" for v in ignore or []]
+    command = _command_line(paths, output, trace or [], fmt, redact, rank_map, chosen)
     if progress:
         progress(f"{s.ranks.height} ranks, {len(s.findings)} findings; rendering the {renderer.name} report")
     if to_stdout:
         text = render(s, renderer.name, command=command, redact=redact)
         # Log text reaches a terminal inert (\uXXXX is also a valid JSON escape); HTML embeds it escaped already.
-        typer.echo(text if renderer.name == "html" else printable(text), nl=False)
+        echo(text if renderer.name == "html" else printable(text))
     else:
         out = write_report(s, output, fmt=renderer.name, command=command, redact=redact)
         if not quiet:
@@ -96,4 +114,4 @@ def report(
                 f"wrote {out} ({out.stat().st_size:,} bytes)", markup=False, highlight=False
             )
     warn(s.notes)
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(exit_code(s, fail_on))

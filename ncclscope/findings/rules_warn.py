@@ -12,6 +12,7 @@ class in its metrics. Only lines no family claims become `unexplained-warn`, so 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import polars as pl
@@ -19,7 +20,7 @@ import polars as pl
 from ncclscope.findings import meanings as M
 from ncclscope.findings import quoted as Q
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import CITE, make
+from ncclscope.findings.rules_common import CITE, hosts_of, make, ranks_of
 from ncclscope.parse.logs.families import BENIGN_WARNS
 from ncclscope.records import Finding, Severity
 from ncclscope.schema import ORIGIN
@@ -207,21 +208,31 @@ def benign_warn(ctx: Context) -> Iterable[Finding]:
     if w.is_empty():
         return []
     w = w.with_columns(reason=_reason())
-    kinds = w.group_by("reason", maintain_order=True).agg(pl.len().alias("n"), pl.col("message").first())
-    summary = "; ".join(f"{n} × {m}" for _, n, m in kinds.head(4).iter_rows())
-    return [
-        make(
-            "benign-warn",
-            "info",
-            f"{w.height} known-benign WARN line(s): {summary}"[:200],
-            "These WARNs appear in healthy runs: "
-            + " ".join(f"({i + 1}) {r}." for i, r in enumerate(kinds["reason"].to_list())),
-            "Nothing to do; they are listed so that a reader of the raw log knows they were read.",
-            w.unique("reason", keep="first", maintain_order=True),
-            ctx,
-            metrics={"kinds": [{"reason": r, "count": n, "example": m} for r, n, m in kinds.iter_rows()]},
-        )
-    ]
+    # Per message kind (reason and masked text), most frequent first: a count is that kind's own lines;
+    # the finding's ranks and hosts are those of every line, not of the first cited one (issue 31).
+    kinds = (
+        w.group_by("reason", "shape", maintain_order=True)
+        .agg(pl.len().alias("n"), pl.col("message").first(), pl.col("host").n_unique().alias("hosts"))
+        .sort("n", descending=True, maintain_order=True)
+    )
+    summary = "; ".join(f"{n} × {m}" for n, m in kinds.select("n", "message").head(4).iter_rows())
+    reasons = kinds["reason"].unique(maintain_order=True).to_list()
+    f = make(
+        "benign-warn",
+        "info",
+        f"{w.height} known-benign WARN line(s) of {kinds.height} kind(s): {summary}"[:200],
+        "These WARNs appear in healthy runs: " + " ".join(f"({i + 1}) {r}." for i, r in enumerate(reasons)),
+        "Nothing to do; they are listed so that a reader of the raw log knows they were read.",
+        w.unique(["reason", "shape"], keep="first", maintain_order=True),
+        ctx,
+        metrics={
+            "kinds": [
+                {"reason": r, "count": n, "example": m, "hosts": h}
+                for r, n, m, h in kinds.select("reason", "n", "message", "hosts").iter_rows()
+            ]
+        },
+    )
+    return [dataclasses.replace(f, ranks=ranks_of(w, ctx.ranks), hosts=hosts_of(w))]
 
 
 def _reason() -> pl.Expr:

@@ -138,11 +138,14 @@ def render(s: Session, fmt: str, *, command: str | None = None, redact: bool = F
 def write_report(
     s: Session, path: str | Path, *, fmt: str | None = None, command: str | None = None, redact: bool = False
 ) -> Path:
-    """Write the report to `path` (format from `fmt` or the suffix) and return the path."""
+    """Write the report to `path` (format from `fmt` or the suffix) and return the path: atomically,
+    and never over a file the analysis read (`report.write`)."""
+    from ncclscope.report.write import check_target, write_text
+
     out = Path(path)
+    read = [i.path for i in s.logs.inputs]
+    if s.traces is not None:
+        read += [str(p) for p in s.traces.ranks["path"].to_list()]
+    check_target(out, read)  # before rendering: a refused target costs no work
     text = renderer_for(fmt, out).render(s, Options(command=command, redact=redact))
-    try:
-        out.write_text(text, encoding="utf-8", newline="\n")
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the report ({e.strerror or e})") from None
-    return out
+    return write_text(out, text, read)

@@ -112,8 +112,11 @@ def _json_verdict(v: Document) -> Document:
 
 def json_view(doc: Document) -> Document:
     """The stable JSON schema (`analyze --format json`): a projection of the document."""
+    from ncclscope.report.schema_version import SCHEMA_VERSION
+
     p = doc["provenance"]
     return {
+        "schema_version": SCHEMA_VERSION,
         "ncclscope": p["ncclscope"],
         "verdict": _json_verdict(doc["verdict"]),
         "inputs": p["inputs"],

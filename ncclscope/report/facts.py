@@ -191,3 +191,10 @@ def ranks_summary(ranks: list[int], limit: int = 24) -> str:
         spans.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
         i = j + 1
     return ", ".join(spans[:limit]) + (" …" if len(spans) > limit else "")
+
+
+def cite(e: dict[str, Any]) -> str:
+    """Where a piece of evidence is: `path:line` for a log line; the file alone for a trace event or a
+    dump entry (line 0: the text names the event or entry), never a misleading `path:0`."""
+    line = e.get("line")
+    return f"{e['path']}:{line}" if isinstance(line, int) and line > 0 else str(e["path"])

@@ -27,6 +27,8 @@ from ncclscope.report.figure_style import (  # noqa: F401 - re-exported for note
     new_figure,
 )
 
+MAX_HANG_BARS = 24  # states shown in the hang figure (culprits and distinct states come first)
+
 # --- traces ----------------------------------------------------------------------------------------
 
 
@@ -117,7 +119,13 @@ def timeline_figure(timeline: pl.DataFrame, *, note: str | None = None) -> go.Fi
 
 
 def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
-    """How far each rank got: last NCCL opCount and last PyTorch work sequence numbers, laggards in red."""
+    """How far each rank got, one bar per state (ranks in the same state folded, culprits first):
+    NCCL's last opCount (labelled in hex, as the log prints it) above, PyTorch's enqueued/completed
+    SeqNum below: two counters, two axes."""
+    from plotly.subplots import make_subplots
+
+    from ncclscope.report.fold import fold_hang, op_count
+
     title = "Hang view: last collective reached per rank"
     if hang.is_empty():
         return empty_figure(
@@ -126,42 +134,66 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
             or "no COLL lines (NCCL_DEBUG_SUBSYS=COLL) or ProcessGroupNCCL "
             "watchdog lines: nothing says how far each rank got",
         )
-    x = [f"rank {r}" for r in hang["rank"].to_list()]
-    behind = hang["behind"].fill_null(False).to_list()
-    silent = hang["silent"].fill_null(False).to_list()
-    fig = new_figure()
-    series = [
-        ("last_op_count", "last NCCL opCount"),
-        ("last_enqueued", "last enqueued seq"),
-        ("last_completed", "last completed seq"),
+    rows = hang.to_dicts()
+    by_rank = {r["rank"]: r for r in rows}
+    folded = fold_hang(rows)[:MAX_HANG_BARS]
+    x = [escape_text(f"{h.who}{' · ' + h.flag if h.flag else ''}") for h in folded]
+    first = [by_rank.get(h.ranks[0] if h.ranks else None, {}) for h in folded]
+    # Ranks behind get a thick red outline (their series keeps its colour, so the legend stays true).
+    outline = {"color": ["#d62728" if h.behind else "rgba(0,0,0,0)" for h in folded], "width": 4}
+    has_op = any(r.get("last_op_count") is not None for r in first)
+    seq_cols = [
+        (c, n)
+        for c, n in (
+            ("timed_out_seq", "timed-out SeqNum"),
+            ("last_enqueued", "enqueued SeqNum"),
+            ("last_completed", "completed SeqNum"),
+        )
+        if any(r.get(c) is not None for r in first)
     ]
-    for k, (col, name) in enumerate(series):
-        if hang[col].is_null().all():
-            continue
-        colors = ["#d62728" if b else ["#4c78a8", "#72b7b2", "#54a24b"][k] for b in behind]
+    panels = [p for p, on in (("op", has_op), ("seq", bool(seq_cols))) if on]
+    if not panels:
+        return empty_figure(title, "no rank has an opCount or a work SeqNum to compare")
+    titles = {"op": "NCCL opCount (labels in hex, as in the log)", "seq": "PyTorch work SeqNum (decimal)"}
+    fig = make_subplots(
+        rows=len(panels),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=[titles[p] for p in panels],
+        figure=new_figure(),
+    )
+    if has_op:
+        ops = [r.get("last_op_count") for r in first]
         fig.add_trace(
             go.Bar(
                 x=x,
-                y=hang[col].to_list(),
-                name=name,
-                marker_color=colors,
-                hovertemplate="%{x}: " + name + " %{y}<extra></extra>",
-            )
+                y=ops,
+                text=[op_count(v) for v in ops],
+                name="last NCCL opCount",
+                marker={"color": "#4c78a8", "line": outline},
+                hovertemplate="%{x}: opCount %{text}<extra></extra>",
+            ),
+            row=panels.index("op") + 1,
+            col=1,
         )
-    for xi, s in zip(x, silent):
-        if s:
-            fig.add_annotation(
-                x=xi, y=0, text="no lines", showarrow=False, yshift=10, font={"color": "#d62728"}
-            )
-    lag = [r for r, b in zip(hang["rank"].to_list(), behind) if b]
-    sub = f" — behind: ranks {', '.join(map(str, lag[:16]))}" if lag else ""
+    for k, (col, name) in enumerate(seq_cols):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=[r.get(col) for r in first],
+                name=name,
+                marker={"color": ["#f58518", "#72b7b2", "#54a24b"][k], "line": outline},
+                hovertemplate="%{x}: " + name + " %{y}<extra></extra>",
+            ),
+            row=panels.index("seq") + 1,
+            col=1,
+        )
+    lag = [h.who for h in folded if h.behind]
+    sub = f" — behind: ranks {', '.join(lag[:4])}" if lag else ""
     fig.update_layout(
-        title=title + sub,
-        barmode="group",
-        xaxis={"type": "category"},
-        yaxis_title="sequence / opCount",
-        **LAYOUT,
+        **{**LAYOUT, "height": 220 + 160 * len(panels)}, title=escape_text(title + sub), barmode="group"
     )
+    fig.update_xaxes(type="category")
     return fig
 
 

@@ -16,14 +16,10 @@ from string import Template
 from typing import Any
 
 from ncclscope.report import views_health, views_nccltests, views_verdict
-from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
+from ncclscope.report.facts import cite, printable, ranks_summary
+from ncclscope.report.html_tables import hang_html, provenance_html, ranks_html
 
 MAX_EVIDENCE = 50
-REDACTED_NOTE = (
-    "host names, IP/MAC addresses, user names in paths and pointers are replaced by consistent "
-    "pseudonyms (host-1, ip-1.2, user-1, 0xptr-1)"
-)
-MAX_ROWS = 1024
 FIGURES = [
     ("fig-hang", "Hang view"),
     ("fig-topology", "Topology"),
@@ -66,9 +62,7 @@ def _finding(i: int, f: dict[str, Any]) -> str:
     if f["hosts"]:
         who.append(f"hosts {e(', '.join(f['hosts'][:12]))}" + (" …" if len(f["hosts"]) > 12 else ""))
     ev = f["evidence"]
-    lines = "\n".join(
-        f'<span class="loc">{e(x["path"])}:{int(x["line"])}</span>  {e(x["text"])}' for x in ev[:MAX_EVIDENCE]
-    )
+    lines = "\n".join(f'<span class="loc">{e(cite(x))}</span>  {e(x["text"])}' for x in ev[:MAX_EVIDENCE])
     if len(ev) > MAX_EVIDENCE:
         lines += f"\n… {len(ev) - MAX_EVIDENCE} more lines"
     details = (
@@ -104,36 +98,6 @@ def findings_html(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _cell(v: object) -> str:
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return "" if v is None else str(v)
-
-
-def ranks_html(doc: dict[str, Any], limit: int = MAX_ROWS) -> str:
-    t = doc["ranks"]
-    if not t["rows"]:
-        return '<p class="muted">No rank could be identified (no Init lines or rank tags in the logs).</p>'
-    head = "".join(f"<th>{e(c)}</th>" for c in t["columns"]) + "<th>findings</th>"
-    body = []
-    for r in t["rows"][:limit]:
-        cells = "".join(
-            f"<td{' class=odd' if c in r['odd'] else ''}>{e(_cell(r['cells'][c]))}</td>" for c in t["columns"]
-        )
-        body.append(f'<tr>{cells}<td class="flag">{e(", ".join(r["findings"]))}</td></tr>')
-    more = (
-        f'<p class="muted">{len(t["rows"]) - limit} more ranks not shown.</p>'
-        if len(t["rows"]) > limit
-        else ""
-    )
-    odd = (
-        f'<p class="muted">Red cells differ from most ranks ({e(", ".join(t["odd_columns"]))}).</p>'
-        if t["odd_columns"]
-        else ""
-    )
-    return f'{odd}<div class="scroll"><table><tr>{head}</tr>{"".join(body)}</table></div>{more}'
-
-
 def _values(vals: list[dict[str, Any]]) -> str:
     return ", ".join(f"{e(v['value'])} <span class=muted>({int(v['count'])})</span>" for v in vals[:12]) + (
         f" … +{len(vals) - 12}" if len(vals) > 12 else ""
@@ -163,55 +127,6 @@ def environment_html(doc: dict[str, Any]) -> str:
     return (
         f"<p>{sh['ranks']} ranks · {sh['processes']} processes · {sh['hosts']} hosts · "
         f"{sh['communicators']} communicators</p><table>{rows}</table>{env_table}"
-    )
-
-
-def hang_html(doc: dict[str, Any]) -> str:
-    rows = doc["hang"]
-    if not rows:
-        return ""
-    cols = [c for c in HANG_COLUMNS if any(r[c] is not None for r in rows)]
-    head = "".join(f"<th>{c}</th>" for c in cols) + "<th></th>"
-    body = "".join(
-        f"<tr{' class=behind' if r['behind'] else ''}>"
-        + "".join(f"<td>{e(_cell(r[c]))}</td>" for c in cols)
-        + f'<td class="flag">{e(hang_flag(r))}</td></tr>'
-        for r in rows[:MAX_ROWS]
-    )
-    return f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'
-
-
-def provenance_html(doc: dict[str, Any]) -> str:
-    p = doc["provenance"]
-    c = p["coverage"]
-    pct = f"{100.0 * c['recognized'] / c['nccl_lines']:.1f}%" if c["nccl_lines"] else "n/a"
-    items = [("ncclscope", f"{p['ncclscope']} (Python {p['python']}, Polars {p['polars']})")]
-    if p["command"]:
-        items.append(("command", p["command"]))
-    items.append(
-        (
-            "coverage",
-            f"{c['lines']} lines, {c['nccl_lines']} NCCL lines, {pct} recognized, {c['unknown']} unknown",
-        )
-    )
-    if p["redacted"]:
-        items.append(("redacted", REDACTED_NOTE))
-    dl = "".join(
-        f"<dt>{e(k)}</dt><dd><code>{e(v)}</code></dd>"
-        if k == "command"
-        else f"<dt>{e(k)}</dt><dd>{e(v)}</dd>"
-        for k, v in items
-    )
-    inputs = "".join(f"<tr><td>{e(i['path'])}</td><td>{int(i['lines'])} lines</td></tr>" for i in p["inputs"])
-    inputs += "".join(
-        f"<tr><td>{e(t['path'])}</td><td>rank {e(t['rank'])}, {e(t['events'])} events</td></tr>"
-        for t in p["traces"]
-    )
-    notes = "".join(f"<li>{e(n)}</li>" for n in doc["notes"])
-    return (
-        f"<dl>{dl}</dl>"
-        + (f"<table><tr><th>input</th><th></th></tr>{inputs}</table>" if inputs else "")
-        + (f"<p>Notes on the input:</p><ul>{notes}</ul>" if notes else "")
     )
 
 
@@ -245,16 +160,27 @@ def _section(sid: str, title: str, inner: str) -> str:
     return f'<section class="block" id="{sid}"><h2>{e(title)}</h2>{inner}</section>'
 
 
+def _figure(fid: str, fig: dict[str, Any]) -> str:
+    """A panel for a figure with data; one muted line saying why for an empty one (no blank panel)."""
+    if fig.get("data"):
+        return f'<div class="figure" id="{fid}"></div>'
+    notes = [a.get("text", "") for a in (fig.get("layout") or {}).get("annotations") or []]
+    title = (fig.get("layout") or {}).get("title") or {}
+    name = title.get("text", "") if isinstance(title, dict) else str(title)
+    return f'<p class="muted empty-figure">{e(name)}: {e(" ".join(notes) or "nothing to plot")}</p>'
+
+
 def render_page(doc: dict[str, Any], figures: dict[str, dict[str, Any]]) -> str:
     """The whole page: `figures` maps a FIGURES id to Plotly's JSON (data, layout)."""
-    figs = {fid: f'<div class="figure" id="{fid}"></div>' for fid, _ in FIGURES if fid in figures}
+    figs = {fid: _figure(fid, figures[fid]) for fid, _ in FIGURES if fid in figures}
     hang = hang_html(doc)
     body = [
         "<header><h1>ncclscope report</h1>"
         + summary_html(doc)
         + '<nav><a href="#findings">Findings</a><a href="#hang">Hang view</a><a href="#ranks">Ranks</a>'
         '<a href="#topology">Topology</a><a href="#traces">Traces</a><a href="#environment">Environment</a>'
-        '<a href="#provenance">How it was made</a></nav></header><main>',
+        + ('<a href="#nccltests">nccl-tests</a>' if views_nccltests.html(doc) else "")
+        + '<a href="#provenance">How it was made</a></nav></header><main>',
         _section("health", "Health: what was checked", views_health.html(doc)),
         _section("findings", "Findings", findings_html(doc)),
         _section("hang", "Hang view: how far each rank got", hang + figs.get("fig-hang", "")),

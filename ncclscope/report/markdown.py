@@ -11,7 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from ncclscope.report import views_health, views_nccltests, views_verdict
-from ncclscope.report.facts import HANG_COLUMNS, hang_flag, printable, ranks_summary
+from ncclscope.report.facts import cite, printable, ranks_summary
+from ncclscope.report.fold import (
+    HANG_LABELS,
+    MAX_INPUTS,
+    InputRow,
+    fold_hang,
+    fold_inputs,
+    fold_ranks,
+    hang_columns,
+)
 from ncclscope.report.md_text import code, fenced, text
 
 __all__ = ["code", "fenced", "render_doc", "text"]
@@ -34,7 +43,7 @@ def _finding(f: dict[str, Any]) -> list[str]:
     out += [f"**Why it matters:** {text(f['why'])}", "", f"**What to try:** {text(f['fix'])}", ""]
     ev = f["evidence"]
     if ev:
-        lines = [printable(f"{e['path']}:{e['line']}  {e['text']}") for e in ev[:MAX_EVIDENCE]]
+        lines = [printable(f"{cite(e)}  {e['text']}") for e in ev[:MAX_EVIDENCE]]
         if len(ev) > MAX_EVIDENCE:
             lines.append(f"… {len(ev) - MAX_EVIDENCE} more lines")
         n = len(ev)
@@ -108,10 +117,9 @@ def _ranks(doc: dict[str, Any]) -> list[str]:
     if not t["rows"]:
         return []
     cols = t["columns"]
-    rows = t["rows"]
-    keep = [r for i, r in enumerate(rows) if i < MAX_ROWS or r["odd"] or r["findings"]]
+    fold = fold_ranks(t)
     body = []
-    for r in keep:
+    for r in fold.rows:
         cells = [
             ("**⚠ " + text(r["cells"][c]) + "**") if c in r["odd"] else text(_cell(r["cells"][c]))
             for c in cols
@@ -124,8 +132,9 @@ def _ranks(doc: dict[str, Any]) -> list[str]:
             "",
         ]
     out += _table(cols + ["findings"], body)
-    if len(keep) < len(rows):
-        out += ["", f"{len(rows) - len(keep)} more ranks with the common configuration are not shown."]
+    if fold.hidden:
+        common = f" and the same findings ({text(', '.join(fold.common))})" if fold.common else ""
+        out += ["", f"{fold.hidden:,} more ranks with no odd value{common} are not shown."]
     return out + [""]
 
 
@@ -172,14 +181,21 @@ def _hang(doc: dict[str, Any]) -> list[str]:
     rows = doc["hang"]
     if not rows:
         return []
-    cols = [c for c in HANG_COLUMNS if any(r[c] is not None for r in rows)]
+    cols = hang_columns(rows)
+    folded = fold_hang(rows)
     body = [
-        [text(_cell(r[c])) for c in cols] + [f"**{hang_flag(r)}**" if r["behind"] else hang_flag(r)]
-        for r in rows[:MAX_ROWS]
+        [text(h.who), text(h.where)]
+        + [text(v) for v in h.state]
+        + [f"**{h.flag}**" if h.behind and h.flag else h.flag]
+        for h in folded[:MAX_ROWS]
     ]
-    out = ["## Hang view: how far each rank got", ""] + _table(cols + [""], body)
-    if len(rows) > MAX_ROWS:
-        out += ["", f"{len(rows) - MAX_ROWS} more ranks not shown."]
+    head = ["ranks", "host"] + [HANG_LABELS[c] for c in cols] + [""]
+    out = ["## Hang view: how far each rank got", ""]
+    if len(folded) < len(rows):
+        out += [f"{len(rows):,} ranks in {len(folded)} rows: ranks in the same state share a row.", ""]
+    out += _table(head, body)
+    if len(folded) > MAX_ROWS:
+        out += ["", f"{len(folded) - MAX_ROWS} more states not shown (see --format json)."]
     return out + [""]
 
 
@@ -210,15 +226,22 @@ def _provenance(doc: dict[str, Any]) -> list[str]:
             f"<summary>Inputs: {len(p['inputs'])} logs, {len(p['traces'])} traces</summary>",
             "",
         ]
-        out += _table(
-            ["input", "lines / events"],
-            [[text(i["path"]), str(i["lines"])] for i in p["inputs"]]
-            + [[text(t["path"]) + f" (rank {t['rank']})", str(t["events"])] for t in p["traces"]],
-        )
+        rows = fold_inputs(p)
+        out += _table(["input", "lines / events"], [_input(i) for i in rows[:MAX_INPUTS]])
+        if len(rows) > MAX_INPUTS:
+            rest = rows[MAX_INPUTS:]
+            out += ["", f"{len(rest)} more directories ({sum(r.files for r in rest):,} files) not shown."]
         out += ["", "</details>", ""]
     if doc["notes"]:
         out += ["Notes on the input:", ""] + [f"- {text(n)}" for n in doc["notes"]] + [""]
     return out
+
+
+def _input(i: InputRow) -> list[str]:
+    if i.files > 1:
+        return [text(i.path) + f" ({i.files:,} files)", f"{i.amount:,} {i.what}"]
+    rank = f" (rank {i.rank})" if i.what == "events" else ""
+    return [text(i.path) + text(rank), f"{i.amount:,} {i.what}"]
 
 
 def render_doc(doc: dict[str, Any]) -> str:

@@ -10,13 +10,25 @@ import re
 from ncclscope.report.facts import printable
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# What GitHub's Markdown turns into a link by itself (GFM autolinks): a scheme URL or `www.` word. Log
+# text is data, never a live link: such a run is set as a code span, where nothing is linked.
+_AUTOLINK = re.compile(r"(?i)(?:\b(?:https?|ftp|file)://|\bwww\.)[^\s<>`]*")
+
+
+def _inline(t: str) -> str:
+    t = t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+    return _MD_SPECIAL.sub(r"\\\1", t)
 
 
 def text(value: object) -> str:
-    """Inline text: HTML entities for <, >, &, @ (no mentions) and backslashes for Markdown syntax."""
+    """Inline text: HTML entities for <, >, &, @ (no mentions), backslashes for Markdown syntax, and
+    URLs as code spans (no autolink)."""
     t = printable("" if value is None else str(value), limit=2000).replace("\n", " ")
-    t = t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
-    return _MD_SPECIAL.sub(r"\\\1", t)
+    out, last = [], 0
+    for m in _AUTOLINK.finditer(t):
+        out += [_inline(t[last : m.start()]), code(m.group()).replace("|", "\\|")]
+        last = m.end()
+    return "".join([*out, _inline(t[last:])])
 
 
 def code(value: object) -> str:

@@ -216,7 +216,7 @@ def _finding_events(findings: Sequence[Finding], times: pl.DataFrame) -> pl.Data
                 "title": f.title,
                 "ranks": list(f.ranks)[:64],
                 "hosts": list(f.hosts)[:64],
-                "evidence": [f"{e.path}:{e.line}" for e in f.evidence[:10]],
+                "evidence": [f"{e.path}:{e.line}" if e.line > 0 else e.path for e in f.evidence[:10]],
                 "placed_at": "its earliest timed evidence line"
                 if cited
                 else "the trace's start (no cited line has a timestamp)",

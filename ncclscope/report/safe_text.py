@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 
-# C0 but tab and newline, DEL, C1, bidi embeddings/overrides/isolates, line/paragraph separators, and
-# lone surrogates (an undecodable byte of a file name), which no UTF-8 stream can write.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# C0 but tab and newline, DEL, C1, bidi marks (ALM, LRM, RLM) embeddings/overrides/isolates, line and
+# paragraph separators, and lone surrogates (an undecodable byte of a file name), which no UTF-8 stream
+# can write.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def printable(text: str) -> str:

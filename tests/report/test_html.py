@@ -66,7 +66,7 @@ def test_script_json_cannot_close_the_tag() -> None:
 def test_sections_and_tables(page: str) -> None:
     for sid in ("findings", "hang", "ranks", "topology", "traces", "environment", "provenance"):
         assert f'<section class="block" id="{sid}">' in page
-    assert "<td class=odd>2.14.3</td>" in page
+    assert "<td class=odd>⚠ 2.14.3</td>" in page  # marked by a symbol, not by colour alone
     assert "<tr class=behind><td>5</td>" in page
 
 

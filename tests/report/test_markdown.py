@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from markdown_it import MarkdownIt
 
 from ncclscope.report import markdown as M
@@ -72,7 +73,9 @@ def test_inline_text_escapes_markdown_and_html() -> None:
     t = M.text(f"a|b *c* _d_ [x](http://e) `f` @team {XSS}")
     rendered = _as_github_would_render(f"| h |\n|---|\n| {t} |\n")
     assert "<script" not in rendered and "<img" not in rendered and "<a " not in rendered
-    assert "<em>" not in rendered and "<code>" not in rendered
+    assert "<em>" not in rendered and re.findall("<code>.*?</code>", rendered) == [
+        "<code>http://e)</code>"
+    ]  # a URL: code, never a link
     assert "@team" not in t  # no mention notifications from quoted logs
     assert rendered.count("<td>") == 1  # the pipe did not split the cell
 
@@ -86,3 +89,19 @@ def test_fence_outgrows_backticks_in_evidence() -> None:
 def test_empty_session(empty_session) -> None:  # type: ignore[no-untyped-def]
     md = render(empty_session, "markdown")
     assert "No findings" in md and "## Ranks" not in md and re.search(r"0 ranks", md)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://evil.example/x?a=1", "HTTP://evil.example", "www.evil.example/path", "ftp://files.example/a"],
+)
+def test_urls_from_logs_never_become_links(url: str) -> None:
+    """GitHub autolinks bare URLs (GFM's extension); log text is data, so a URL is set as a code span."""
+    from markdown_it import MarkdownIt
+
+    from ncclscope.report.md_text import text
+
+    md = text(f"NCCL WARN fetch {url} failed")
+    assert f"`{url}`" in md
+    html = MarkdownIt("commonmark").render(md)
+    assert "<a " not in html and f"<code>{url}</code>" in html

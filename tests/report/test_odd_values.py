@@ -80,7 +80,7 @@ class _Cells(HTMLParser):
 def _html_odd(s: object) -> set[tuple[int, str]]:
     page = RENDERERS["html"].render(s, Options())  # type: ignore[arg-type]
     section = page.split('id="ranks"', 1)[1]
-    table = section.split("<table><tr><th>rank</th>", 1)[1].split("</table>", 1)[0]
+    table = section.split("<tr><th>rank</th>", 1)[1].split("</table>", 1)[0]
     p = _Cells()
     p.feed("<table><tr><th>rank</th>" + table + "</table>")
     head = [t for t, _ in p.rows[0]]
