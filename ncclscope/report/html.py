@@ -138,7 +138,7 @@ def summary_html(doc: dict[str, Any]) -> str:
     )
     steps = "".join(
         f"<li>{e(st['text'])}"
-        + "".join(f' <span class="loc">{e(x["path"])}:{int(x["line"])}</span>' for x in st["evidence"][:2])
+        + "".join(f' <span class="loc">{e(cite(x))}</span>' for x in st["evidence"][:2])
         + "</li>"
         for st in v.get("chain", [])
     )

@@ -101,7 +101,7 @@ def _chain(v: dict[str, Any]) -> list[str]:
         ">",
     ]
     for st in v["chain"]:
-        at = ", ".join(f"{x['path']}:{x['line']}" for x in st["evidence"][:2])
+        at = ", ".join(cite(x) for x in st["evidence"][:2])
         out.append(f"> - {text(st['text'])}" + (f" ({code(at)})" if at else ""))
     return out + [""]
 

@@ -97,7 +97,7 @@ def render(doc: Document, con: Console) -> None:
     for f, echoes in views_verdict.fold(doc):
         _finding(con, f)
         for x in echoes:  # folded under their cause: one line each, their detail in the JSON and reports
-            at = f"{x['evidence'][0]['path']}:{x['evidence'][0]['line']}" if x["evidence"] else ""
+            at = cite(x["evidence"][0]) if x["evidence"] else ""
             con.print(f"    [dim]echo:[/dim] {escape(x['id'])}: {escape(x['title'])} [dim]{escape(at)}[/dim]")
 
 
@@ -109,5 +109,5 @@ def _chain(con: Console, v: dict[str, Any]) -> None:
         f"[b]why we think so[/b] ({escape(str(v['confidence']))} confidence: {escape(str(v['confidence_reason']))}):"
     )
     for st in v["chain"]:
-        at = ", ".join(f"{x['path']}:{x['line']}" for x in st["evidence"][:2])
+        at = ", ".join(cite(x) for x in st["evidence"][:2])
         con.print(f"  {escape(st['text'])}" + (f" [dim]({escape(at)})[/dim]" if at else ""))

@@ -143,7 +143,7 @@ def test_keep_patterns_are_the_rules_own() -> None:
         ("findings/rules_gpu.py", evidence.KEEP[4:6]),
         ("findings/rules_errors.py", evidence.KEEP[6:7]),
         ("diff/facts.py", evidence.KEEP[7:8]),
-        ("findings/quoted.py", evidence.KEEP[8:9]),
+        ("findings/quoted.py", evidence.KEEP[9:10]),
     ):
         src = (REPO / "ncclscope" / module).read_text()
         assert all(repr(p) in src or f'r"{p}"' in src for p in pats), module

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -65,4 +66,4 @@ def test_user_job_under_torchrun_names_the_faulty_rank(run_cli: RunCli, tmp_path
     assert report["verdict"]["ranks"] == [1], report["verdict"]  # the diagnosis names the faulty rank
     assert (out / "report.md").exists() and (out / "report.html").exists()
     verdict = next(ln for ln in done.stderr.splitlines() if "verdict:" in ln)
-    assert "rank(s) 1" in verdict, verdict
+    assert re.search(r"\b[Rr]ank(?:s|\(s\))? 1\b", verdict), verdict
