@@ -6,7 +6,6 @@ reports, and the verdict names rank 1."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -29,11 +28,7 @@ def torchrun() -> list[str]:
 EXPECTED = {"hang": "collective-hang", "crash": "rank-exited", "oom": "rank-exited"}
 
 
-# CI runs one fault (each real torchrun job takes 30-70 s on a 2-core box); NCCLSCOPE_ALL_TORCHRUN=1 runs all.
-FAULTS = sorted(EXPECTED) if os.environ.get("NCCLSCOPE_ALL_TORCHRUN") == "1" else ["crash"]
-
-
-@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("fault", sorted(EXPECTED))
 def test_user_job_under_torchrun_names_the_faulty_rank(run_cli: RunCli, tmp_path: Path, fault: str) -> None:
     out = tmp_path / "run"
     job = [
