@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from ncclscope.diagnosis import Diagnosis
 from ncclscope.frames import LOG_TABLES
 from ncclscope.records import Finding
 from ncclscope.session import Session, analyze
@@ -229,6 +230,45 @@ class Analysis:
     def findings(self) -> list[Finding]:
         """Findings, errors first; each has id, severity, title, why, fix, ranks, hosts and evidence."""
         return list(self.session.findings)
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        """The verdict's reasoning: `causes` (the first is the verdict, each with its `echoes` and its
+        `chain` of steps citing evidence), every `events` entry and the `links` between them."""
+        return self.session.diagnosis
+
+    @property
+    def verdict(self) -> str:
+        """The one sentence users read: the cause, who is behind it and what it explains."""
+        from ncclscope.report.views_verdict import text  # the report stage builds the sentence
+
+        return text(self.session, self.session.diagnosis)
+
+    @property
+    def echoes_frame(self) -> pl.DataFrame:
+        """One row per finding folded under a cause: the echo, the cause it is folded under, and why
+        (the knowledge entry that links them)."""
+        found = self.session.findings
+        rows = [
+            {
+                "echo": found[lk.echo].id,
+                "echo_index": lk.echo,
+                "cause": found[lk.cause].id,
+                "cause_index": lk.cause,
+                "link": lk.rule,
+                "reason": lk.reason,
+            }
+            for lk in self.session.diagnosis.links
+        ]
+        schema: dict[str, pl.DataType | type[pl.DataType]] = {
+            "echo": pl.Utf8,
+            "echo_index": pl.Int64,
+            "cause": pl.Utf8,
+            "cause_index": pl.Int64,
+            "link": pl.Utf8,
+            "reason": pl.Utf8,
+        }
+        return pl.DataFrame(rows, schema=schema)
 
     @property
     def findings_frame(self) -> pl.DataFrame:

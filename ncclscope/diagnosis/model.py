@@ -96,7 +96,7 @@ class Cause:
         elif self.hosts and not any(h in self.title for h in self.hosts):
             who = f" (on {', '.join(self.hosts[:3])})"
         folded = f"; explains {len(self.echoes)} other finding(s)" if self.echoes else ""
-        return f"{self.title.rstrip('.')}{who}{folded}."
+        return f"{no_period(self.title)}{who}{folded}."
 
 
 @dataclass(frozen=True)
@@ -120,3 +120,8 @@ class Diagnosis:
 def _ranks(ranks: tuple[int, ...]) -> str:
     shown = ", ".join(str(r) for r in ranks[:8])
     return shown + (f" (+{len(ranks) - 8} more)" if len(ranks) > 8 else "")
+
+
+def no_period(text: str) -> str:
+    """`text` without its closing full stop, keeping an ellipsis (a title cut short ends in `...`)."""
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ncclscope.diagnosis.knowledge import Knowledge, LinkRule
-from ncclscope.diagnosis.model import Cause, Confidence, Event, Link, Step
+from ncclscope.diagnosis.model import Cause, Confidence, Event, Link, Step, no_period
 from ncclscope.records import SEVERITY_ORDER
 
 HANG_KINDS = ("hang-stuck-rank", "hang-desync", "hang-no-culprit")
@@ -231,4 +231,4 @@ def _chain(root: Event, echoes: tuple[Event, ...], links: Sequence[Link]) -> tup
 def _ranked(e: Event) -> str:
     named = e.ranks and f"ank {e.ranks[0]}" in e.title
     who = f"rank(s) {', '.join(str(r) for r in e.ranks[:6])}: " if e.ranks and not named else ""
-    return f"{who}{e.title.rstrip('.')}"
+    return f"{who}{no_period(e.title)}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.diagnosis import Cause, Diagnosis
+from ncclscope.diagnosis.model import no_period
 
 if TYPE_CHECKING:
     from ncclscope.session import Session
@@ -70,7 +71,7 @@ def text(s: Session, d: Diagnosis) -> str:
     more = len(d.causes) - 1
     extra = f" (+{more} independent cause{'s' if more > 1 else ''})" if more else ""
     sev = v.event.severity.upper()
-    return f"{sev}: {head}{v.sentence.rstrip('.')}{extra}."
+    return f"{sev}: {head}{no_period(v.sentence)}{extra}."
 
 
 def _stuck_ranks(d: Diagnosis) -> list[int]:

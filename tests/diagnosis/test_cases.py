@@ -144,3 +144,26 @@ def test_judge_captures_name_the_faulty_ranks(case: str, ranks: list[int]) -> No
 
     v = document_for(ncclscope.analyze([str(JUDGE / case)]))["verdict"]
     assert v["ranks"] == ranks and (v["severity"] == "error") == bool(ranks), v["text"]
+
+
+def test_notebook_api_shows_the_verdict_and_its_links(tmp_path: Path) -> None:
+    a = ncclscope.load(str(_write(tmp_path, NCCL1235)))
+    assert a.verdict.startswith("ERROR: CUDA out of memory") and a.diagnosis.verdict is not None
+    links = a.echoes_frame
+    assert links.height == 1 and links.row(0, named=True)["cause"] == "cuda-error"
+
+
+def test_a_title_cut_short_keeps_its_ellipsis() -> None:
+    from ncclscope.diagnosis.model import no_period
+
+    assert (
+        no_period("Rank 0 exited: OutOfMemoryError: CUDA out of ...")
+        == "Rank 0 exited: OutOfMemoryError: CUDA out of ..."
+    )
+    assert no_period("Hang in all_reduce #4.") == "Hang in all_reduce #4"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    return log
