@@ -43,19 +43,16 @@ def _stamps(findings: Sequence[Finding], logs: LogFrames) -> dict[tuple[str, int
         [(p, ln) for p, ln in sorted(cited)], schema={"path": pl.Utf8, "line": pl.Int64}, orient="row"
     )
     frames = []
-    for name in _STAMPED:
+    for name in _STAMPED:  # each table cut to the cited lines first: no copy of a big table is made
         t = getattr(logs, name)
         if {"path", "line", "ts_us"} <= set(t.columns) and t.height:
-            frames.append(t.select("path", pl.col("line").cast(pl.Int64), pl.col("ts_us").cast(pl.Float64)))
+            cols = t.lazy().select("path", pl.col("line").cast(pl.Int64), pl.col("ts_us").cast(pl.Float64))
+            frames.append(
+                cols.filter(pl.col("ts_us").is_not_null()).join(want.lazy(), on=["path", "line"], how="semi")
+            )
     if not frames:
         return {}
-    got = (
-        pl.concat(frames)
-        .filter(pl.col("ts_us").is_not_null())
-        .join(want, on=["path", "line"], how="semi")
-        .unique(["path", "line"], keep="first")
-        .sort("path", "line")
-    )
+    got = pl.concat(frames).unique(["path", "line"], keep="first").sort("path", "line").collect()
     return {(p, int(ln)): float(ts) for p, ln, ts in got.iter_rows()}
 
 
