@@ -27,7 +27,7 @@ import polars as pl
 from ncclscope import schema as S
 from ncclscope.frames import LogFrames
 from ncclscope.hang.classify import Ctx, HangVerdict, ev, fmt_ranks
-from ncclscope.parse.decoding import ends_mid_line
+from ncclscope.parse.tail import ends_mid_line
 from ncclscope.records import Evidence
 
 # Signals that stop a job from outside (torchrun stopping the survivors, Slurm, Ctrl-C): never a culprit.
@@ -344,4 +344,4 @@ def _crash_lines(logs: LogFrames, per: pl.DataFrame) -> pl.DataFrame:
 
 def _ends_mid_line(path: str) -> bool:
     """True when the file's last byte is not a newline: the writer was killed mid-line."""
-    return ends_mid_line(path)  # (compressed, UTF-16/32 and archive members too: `parse.decoding`)
+    return ends_mid_line(path)  # (compressed, UTF-16/32 and archive members too: `parse.tail`)

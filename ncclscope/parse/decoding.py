@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import Protocol
 
-from ncclscope.parse.unpack import Readable
+
+class Readable(Protocol):
+    """A binary stream: what the decoders read from (a file, a decompressor, stdin)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
 
 # Byte order marks, longest first (UTF-32 LE's starts like UTF-16 LE's).
 _BOMS = (
@@ -106,34 +112,7 @@ def clean(block: bytes, partial: bool = False) -> bytes:
     return head + tail
 
 
-def ends_mid_line(path: str) -> bool:
-    """True when a log's last character is not a line end (its writer was killed mid-line); False when it
-    is, or cannot be told without decompressing it. UTF-16/32 files and archive members are read as text."""
-    import os
-
-    from ncclscope.parse.archive import locate
-    from ncclscope.parse.unpack import HEAD, compression, spliced
-
-    real = locate(path)
-    if not os.path.isfile(real):  # (a FIFO read once as a stream must not be opened again: it would block)
-        return False
-    try:
-        with open(real, "rb") as fh:
-            head = fh.read(HEAD)
-            if not head or compression(head) is not None or spliced(real, fh) is not None:
-                return False
-            codec = _codec(head)
-            width = utf_width(head)
-            if fh.seek(0, 2) < width:
-                return False
-            fh.seek(-width, 2)
-            last = fh.read(width)
-    except OSError:
-        return False
-    return last.decode(codec, "replace") not in ("\n", "\r")
-
-
-def _codec(head: bytes) -> str:
+def unit_codec(head: bytes) -> str:
     """A codec that decodes one code unit of the text `head` starts (a BOM's byte order made explicit)."""
     encoding = text_encoding(head)
     if encoding is None or encoding == "utf-8-sig":

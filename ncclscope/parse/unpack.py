@@ -14,9 +14,10 @@ with a note. The stdlib does the decoding (`zlib`, `lzma`, `bz2`); zstd is `zsta
 from __future__ import annotations
 
 import zlib
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from ncclscope.errors import InputError, LimitError
+from ncclscope.parse.decoding import Readable, Recoded, text_encoding
 from ncclscope.parse.inflate import CODECS, GZIP_MAGIC, IN
 from ncclscope.tuning import DEFAULT, Tuning
 
@@ -28,10 +29,6 @@ _BZ2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # a bzip2 stream's first block, or it
 SNIFFED_BY_POLARS = (GZIP_MAGIC, ZSTD_MAGIC, b"x\x01", b"x^", b"x\x9c", b"x\xda")
 HEAD = 64  # bytes `compression` wants to see (zlib is told from text by decoding them)
 NESTING = 4  # compressed data inside compressed data, unpacked this many times at most
-
-
-class Readable(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
 
 
 def compression(head: bytes) -> str | None:
@@ -185,7 +182,6 @@ def open_stream(raw: Readable, path: str, tuning: Tuning = DEFAULT, *, closes: b
 
 def _as_text(stream: Readable, head: bytes, closes: bool) -> Readable:
     """The stream with `head` put back, re-encoded as UTF-8 when it is UTF-16/32 (`decoding`)."""
-    from ncclscope.parse.decoding import Recoded, text_encoding
 
     if isinstance(stream, Unpacked):
         stream.unread(head)
