@@ -12,6 +12,8 @@ the `rank-exited` finding name the rank they report:
   lines are not read as ranks.
 - UCX `[host:pid:thread(:tid)] Caught signal 11 (Segmentation fault: …)`: no rank of its own; the
   rank is the one the line's wrapper or file names (`grank`, filled from the file's rank).
+- OpenMPI's `mpirun detected that one or more processes exited with non-zero status …` report:
+  `Process name: [[J,1],R]` (R the rank) and, at most 3 lines later, `Exit code: N`.
 
 A signal death gets exit code -N, as torchrun reports one, so `died_ranks` treats all alike.
 """
@@ -53,6 +55,7 @@ STRSIGNAL: dict[str, int] = {
 # Who printed a crash line, from its text (the label the evidence carries); torchrun otherwise.
 _WHO = (
     (r"^\s*(mpirun|mpiexec|orterun|prterun|prte) noticed", None),
+    (r"Process name: \[\[|Exit code:", "mpirun"),
     (r"srun: error:", "srun"),
     (r"Caught signal", "UCX"),
 )
@@ -99,9 +102,17 @@ def crash_exits(torch: pl.DataFrame) -> pl.DataFrame:
     t = torch.filter((pl.col("kind") == "launcher") & pl.col("detail").str.starts_with("died "))
     agents = torch.filter((pl.col("kind") == "launcher") & ~pl.col("detail").str.starts_with("died "))
     rows: list[dict[str, object]] = []
+    first: dict[str, object] | None = None  # the last `Process name:` line of OpenMPI's exit report
     for r in t.sort("path", "line").iter_rows(named=True):
         d = str(r["detail"])
         base = {"path": r["path"], "line": r["line"], "text": r["text"], "pid": None}
+        if d.endswith(" via mpirun-table"):
+            if d.startswith("died first "):
+                first = r
+            elif first is not None and first["path"] == r["path"] and 0 < r["line"] - first["line"] <= 3:
+                rows.append({**base, "rank": first["rank"], "exit_code": int(d.split()[2]), "signal": None})
+                first = None
+            continue
         if " via srun " in d:
             if not agents.is_empty():
                 continue  # srun started torchrun agents: a task is a node, not a rank

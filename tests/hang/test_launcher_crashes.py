@@ -4,6 +4,8 @@ Real lines, quoted from public threads (provenance in samples/logs/*.meta.json a
 - horovod/horovod#469: `mpirun noticed that process rank 7 with PID 0 on node HOSTNAME exited on signal 9 (Killed).`
 - PaddlePaddle/Paddle#13288 (title): `… rank 140 with PID 363 on node 10.87.102.19 exited on signal 9 (Killed).`
 - horovod/horovod#489: `[nmyjs-202-75:40360:0] Caught signal 11 (Segmentation fault: address not mapped …)`
+- NVIDIA/nccl-tests#218: `mpirun noticed that process rank 3 with PID 1167 on node 10.10.21.2 exited on signal 11 …`
+- NVIDIA/nccl-tests#294: OpenMPI's `Process name: [[12167,1],10]` / `Exit code:    3` report.
 - an HPC support-ticket corpus (public, via find_string): `srun: error: f0778: task 366: Segmentation fault
   (core dumped)` and `srun: error: cn-0013: task 0: Exited with exit code 127`.
 The multi-task `tasks 0-3,5` form and `prterun` are built from srun's and PRRTE's output formats.
@@ -51,6 +53,14 @@ SRUN_EXIT = "srun: error: cn-0013: task 0: Exited with exit code 127"
             None,
             "died tasks 0-3,5 via srun node node-1 how Killed",
         ),
+        (
+            # NVIDIA/nccl-tests#218
+            "mpirun noticed that process rank 3 with PID 1167 on node 10.10.21.2 exited on signal 11 (Segmentation fault).",
+            3,
+            "died signal 11 pid 1167 via mpirun node 10.10.21.2",
+        ),
+        ("  Process name: [[12167,1],10]", 10, "died first via mpirun-table"),  # NVIDIA/nccl-tests#294
+        ("  Exit code:    3", None, "died exitcode 3 via mpirun-table"),
     ],
 )
 def test_grammar_reads_crash_lines(line: str, rank: int | None, detail: str | None) -> None:
@@ -142,3 +152,13 @@ def test_bundled_samples(name: str, want: list[tuple[int, ...]]) -> None:
     assert (SAMPLES / f"{name}.meta.json").exists()
     found = [f.ranks for f in analyze([str(SAMPLES / f"{name}.log")]).findings if f.id == "rank-exited"]
     assert found == want
+
+
+def test_openmpi_exit_report_pairs_process_name_and_exit_code(tmp_path: Path) -> None:
+    sample = SAMPLES / "nccltests294_mpirun_first_process_exit_code.log"
+    ex = X.crash_exits(torch_rows(read_logs([str(sample)])))
+    assert ex.select("rank", "exit_code", "signal", "stopped_by_launcher").rows() == [(10, 3, None, False)]
+    assert X.died_ranks(ex, set(), set()) == {}  # exit code 3, rank 10's own log absent: not proof
+    assert set(X.died_ranks(ex, set(), {10})) == {10}
+    far = _write(tmp_path, "far.log", ["  Process name: [[1,1],2]", "a", "b", "c", "  Exit code:    3"])
+    assert X.crash_exits(torch_rows(read_logs([far]))).is_empty()  # too far apart: not one report

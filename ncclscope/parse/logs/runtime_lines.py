@@ -530,6 +530,13 @@ class _ToRow(Transformer[Token, Row]):
             "detail": f"died tasks {tasks.split()[1]} via srun node {node} how {_rest(items)}",
         }
 
+    def mpi_first(self, items: list[Any]) -> Row:
+        rank = str(items[0]).rstrip("]").rsplit(",", 1)[1]
+        return {"kind": "launcher", "detail": "died first via mpirun-table", "rank": int(rank)}
+
+    def mpi_exit_code(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": f"died exitcode {_int(items[0])} via mpirun-table"}
+
     def ucx_signal(self, items: list[Any]) -> Row:
         where = str(items[0]).strip("[]").split(":")
         return {
