@@ -6,7 +6,9 @@ torchrun + gloo (or NCCL) job prints:
 - `launcher_exits`: torchrun's ChildFailedError summary (`rank : R (local_rank: L)` followed by
   `exitcode : C (pid: P)  (SIGNAME)`), with the pids torchrun itself sent `closing signal SIGTERM`
   to. Its "Root Cause (first observed failure)" is kept as a column but never used to blame a
-  rank: in a hang the first rank to fail is a waiting one.
+  rank: in a hang the first rank to fail is a waiting one. Other launchers' crash lines (OpenMPI/PRRTE
+  `… noticed that process rank R … exited on signal N`, its `Process name:`/`Exit code:` report, srun's
+  `task T: Killed`, UCX's `Caught signal N`) are added for ranks the table does not name (`hang.crashes`).
 - `gloo_facts`: gloo's `Timed out waiting …ms for recv/send` (a rank that entered and waited, like
   the NCCL watchdog), `Connection closed/reset by peer` (its peer went away) and `Received data
   size doesn't match expected size` (a size mismatch; the rank that prints it received more bytes
