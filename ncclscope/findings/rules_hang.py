@@ -109,9 +109,10 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
         if cause is not None and (cause["path"], cause["line"]) == (e.path, e.line):
             yield _echo_of_root(_exited_by_exception(r, e, cause, rep), ctx.prior)
             continue
+        who = e.text.split(": ", 1)[0]
         how = (
-            "torchrun reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
-            if e.text.startswith("torchrun: ") and "failed with " in e.text
+            f"{who} reports " + e.text.split("failed with ", 1)[1].split(": ", 1)[0]
+            if who in _LAUNCHERS and "failed with " in e.text
             else "its log ends with a crash"
         )
         yield Finding(
@@ -139,6 +140,9 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
                 metrics={"rank": row["rank"], "path": row["path"]},
             )
 
+
+# Launchers whose exit reports hang.exits cites as `<name>: rank R failed with …` (hang.crashes.launcher_name).
+_LAUNCHERS = frozenset({"torchrun", "mpirun", "mpiexec", "orterun", "prterun", "prte", "srun", "UCX"})
 
 _VIA = {
     "spawn": "torch.multiprocessing.spawn reported it",

@@ -6,7 +6,9 @@ torchrun + gloo (or NCCL) job prints:
 - `launcher_exits`: torchrun's ChildFailedError summary (`rank : R (local_rank: L)` followed by
   `exitcode : C (pid: P)  (SIGNAME)`), with the pids torchrun itself sent `closing signal SIGTERM`
   to. Its "Root Cause (first observed failure)" is kept as a column but never used to blame a
-  rank: in a hang the first rank to fail is a waiting one.
+  rank: in a hang the first rank to fail is a waiting one. Other launchers' crash lines (OpenMPI/PRRTE
+  `… noticed that process rank R … exited on signal N`, its `Process name:`/`Exit code:` report, srun's
+  `task T: Killed`, UCX's `Caught signal N`) are added for ranks the table does not name (`hang.crashes`).
 - `gloo_facts`: gloo's `Timed out waiting …ms for recv/send` (a rank that entered and waited, like
   the NCCL watchdog), `Connection closed/reset by peer` (its peer went away) and `Received data
   size doesn't match expected size` (a size mismatch; the rank that prints it received more bytes
@@ -26,7 +28,9 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.frames import LogFrames
+from ncclscope.hang import crashes
 from ncclscope.hang.classify import Ctx, HangVerdict, ev, fmt_ranks
+from ncclscope.hang.crashes import launcher_name
 from ncclscope.parse.tail import ends_mid_line
 from ncclscope.records import Evidence
 
@@ -94,8 +98,31 @@ def with_file_rank(torch: pl.DataFrame, franks: pl.DataFrame) -> pl.DataFrame:
 
 
 def launcher_exits(torch: pl.DataFrame) -> pl.DataFrame:
+    """One row per rank a launcher reported as failed: torchrun's table first, then the crash lines of
+    OpenMPI/PRRTE, srun and UCX (`crash_exits`) for ranks torchrun did not name."""
+    table = torchrun_exits(torch)
+    crashes = crash_exits(torch).join(table.select("rank"), on="rank", how="anti")
+    return pl.concat([table, crashes], how="vertical_relaxed").cast(EXITS)  # type: ignore[arg-type]
+
+
+def crash_exits(torch: pl.DataFrame) -> pl.DataFrame:
+    """EXITS rows from OpenMPI/PRRTE, srun and UCX crash lines (`hang.crashes`); a stop signal
+    (SIGTERM after scancel, Ctrl-C) is the launcher stopping the rank, as for torchrun."""
+    c = crashes.crash_exits(torch)
+    return c.with_columns(
+        pl.lit(False).alias("root_cause"),
+        (
+            pl.col("signal").is_in(list(STOP_SIGNALS)).fill_null(False)
+            | pl.col("exit_code").is_in(list(STOP_CODES)).fill_null(False)
+        ).alias("stopped_by_launcher"),
+    ).select(list(EXITS))
+
+
+def torchrun_exits(torch: pl.DataFrame) -> pl.DataFrame:
     """One row per rank torchrun reported as failed: exit code, signal, pid, whether torchrun stopped it."""
-    t = torch.filter(pl.col("kind") == "launcher").sort("path", "line")
+    t = torch.filter((pl.col("kind") == "launcher") & ~pl.col("detail").str.starts_with("died ")).sort(
+        "path", "line"
+    )
     if t.is_empty():
         return pl.DataFrame(schema=EXITS)
     # Each `exitcode` line belongs to the record whose `rank : R` line came last before it (<= 4 lines up).
@@ -180,8 +207,9 @@ def died_ranks(exits: pl.DataFrame, waiters: set[int], logged: set[int]) -> dict
         if code is None or code == 0 or ((code > 0 or many) and rank not in logged):
             continue
         why = f"exit code {code}" + (f" ({r['signal']})" if r["signal"] else "")
+        who = launcher_name(str(r["text"]))
         out[rank] = ev(
-            r["path"], r["line"], f"torchrun: rank {rank} failed with {why}: {str(r['text']).strip()}"
+            r["path"], r["line"], f"{who}: rank {rank} failed with {why}: {str(r['text']).strip()}"
         )
     return out
 
@@ -326,6 +354,10 @@ def _crash_lines(logs: LogFrames, per: pl.DataFrame) -> pl.DataFrame:
     only rank (one file per rank); in a file holding several ranks they are left unassigned."""
     cols = ["path", "line", "rank_hint", "text"]
     pool = pl.concat([logs.unknown.select(cols), logs.warnings.select(cols)], how="vertical_relaxed")
+    ucx = logs.torch.filter((pl.col("kind") == "launcher") & pl.col("detail").str.contains(" via ucx "))
+    pool = pl.concat(
+        [pool, ucx.select(cols)], how="vertical_relaxed"
+    )  # UCX's `Caught signal`: a torch row now
     hits = pool.filter(pl.col("text").str.contains(_CRASH))
     solo = per.group_by("path").agg(pl.col("rank").unique()).filter(pl.col("rank").list.len() == 1)
     solo = solo.select("path", pl.col("rank").list.first().alias("_solo"))

@@ -21,6 +21,12 @@ def _split(line: str) -> dict[str, object]:
         (f"node-00:12:34 [3] NCCL INFO {MSG}", None, "node-00", 3, "INFO"),
         (f"[rank5]:node-00:12:34 [3] NCCL INFO {MSG}", 5, "node-00", 3, "INFO"),
         (f"[default7]:node-00:12:34 [3] NCCL INFO {MSG}", 7, "node-00", 3, "INFO"),
+        # torchx: role prefix `[trainer0]:` (torch.distributed.elastic docs' example), `torchx log`'s
+        # `role/replica ` (torchx/cli/cmd_log.py, green) before it, and the `[trainer0|5]:` rank form
+        (f"[trainer0]:node-00:12:34 [3] NCCL INFO {MSG}", 0, "node-00", 3, "INFO"),
+        (f"\x1b[32mtrainer/1\x1b[0m [trainer2]:node-00:12:34 [3] NCCL INFO {MSG}", 2, "node-00", 3, "INFO"),
+        (f"trainer/1 node-00:12:34 [3] NCCL INFO {MSG}", None, "node-00", 3, "INFO"),
+        (f"[trainer1|5]:node-00:12:34 [3] NCCL INFO {MSG}", 5, "node-00", 3, "INFO"),
         (f"[1,13]<stdout>:node-00:12:34 [3] NCCL INFO {MSG}", 13, "node-00", 3, "INFO"),
         (f"6: node-00:12:34 [3] NCCL INFO {MSG}", 6, "node-00", 3, "INFO"),
         (f"[2] node-00:12:34 [3] NCCL INFO {MSG}", 2, "node-00", 3, "INFO"),
@@ -50,6 +56,15 @@ def _split(line: str) -> dict[str, object]:
         (f"    node-00:12:34 [3] NCCL INFO {MSG}", None, "node-00", 3, "INFO"),
         (f"[2025-04-06 22:31:56] node-00:12:34 [3] init.cc:1 NCCL WARN {MSG}", None, "node-00", 3, "WARN"),
         (f"node-00:12:34 [3] init.cc:1 (ncclCommInitRank) NCCL WARN {MSG}", None, "node-00", 3, "WARN"),
+        # NCCL 2.32.3 notice level (debug.h `ATTN(...)`, format `[%d] %s:%d (%s) NCCL ATTN %s`)
+        (
+            f"node-00:12:34 [3] plugin/net.cc:229 (ncclNetPluginInit) NCCL ATTN {MSG}",
+            None,
+            "node-00",
+            3,
+            "ATTN",
+        ),
+        (f"[rank2]:node-00:12:34 [3] net.cc:229 NCCL ATTN {MSG}", 2, "node-00", 3, "ATTN"),
         (f":12:34 [3] NCCL INFO {MSG}", None, None, 3, "INFO"),  # empty host
         (f"node-00:12:34 [3] INFO {MSG}", None, "node-00", 3, "INFO"),  # NCCL 2.2: no NCCL token
         (f"[3] NCCL INFO {MSG}", None, None, 3, "INFO"),  # prefix stripped by the user
@@ -100,6 +115,12 @@ def test_prefix_and_wrappers(
             "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, y",
         ),
         ("ncclRemoteError: A call failed", None, "ncclRemoteError: A call failed"),
+        (
+            "trainer/0 [trainer3]:[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed",
+            3,
+            "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed",
+        ),
+        ("[trainer1|6]:RuntimeError: boom", 6, "RuntimeError: boom"),
     ],
 )
 def test_unprefixed_lines_are_peeled_from_the_left(line: str, rank: int | None, msg: str) -> None:

@@ -32,10 +32,10 @@ from ncclscope.parse.logs.runtime_anchor import ANCHOR
 from ncclscope.parse.nccltests.markers import MARKERS
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).
-PREFIX_POSSIBLE = r"(?:NCCL |\d\] ).*(?:INFO|WARN|CALL|TRACE|ABORT)|\d WARN"
+PREFIX_POSSIBLE = r"(?:NCCL |\d\] ).*(?:INFO|WARN|ATTN|CALL|TRACE|ABORT)|\d WARN"
 # The same with ASCII digits (a literal prefilter finds its starts), and what a non-ASCII line needs
 # (a Unicode digit before `] ` or ` WARN`): together a necessary condition again, many times faster.
-_PREFIX_ASCII = r"(?:NCCL |[0-9]\] ).*(?:INFO|WARN|CALL|TRACE|ABORT)|[0-9] WARN"
+_PREFIX_ASCII = r"(?:NCCL |[0-9]\] ).*(?:INFO|WARN|ATTN|CALL|TRACE|ABORT)|[0-9] WARN"
 _PREFIX_WIDE = r"\] | WARN"
 _TRAIL = r"[\s│]$"  # `peel.clean` strips these (and ANSI residue): lines with neither are clean already
 

@@ -30,7 +30,7 @@ MAX_WRAPPERS = 8
 
 _INTS = ("pid", "tid", "cuda_dev", "rank_hint", "src_line")
 # NCCL's own level markers: the fast path splits the prefix off at the first one.
-_MARKERS = (" NCCL INFO ", " NCCL WARN ")
+_MARKERS = (" NCCL INFO ", " NCCL WARN ", " NCCL ATTN ")  # equal lengths: `split` cuts after any
 
 
 @functools.cache

@@ -16,5 +16,6 @@ ANCHOR = re.compile(
     r"|Timed out waiting|by peer|Received data size|exitcode|local_rank|closing signal|Failures:|Root Cause|host +:"
     r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
     r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
+    r"|noticed that process rank|srun: error:|Caught signal|Process name: \[\[|Exit code:"
 )
 MAX_CHARS = 20_000  # longer messages are no PyTorch lines

@@ -514,6 +514,36 @@ class _ToRow(Transformer[Token, Row]):
         pid = [i for i in items if isinstance(i, Token) and i.type == "INT"][-1]
         return {"kind": "launcher", "detail": f"traceback signal {sig} pid {_int(pid)}"}
 
+    # --- other launchers' crash lines (kind launcher, detail `died …`; ncclscope.hang.exits reads them)
+    def mpi_signal(self, items: list[Any]) -> Row:
+        node, _, sig = str(items[3]).partition(" exited on signal ")
+        return {
+            "kind": "launcher",
+            "detail": f"died signal {_int(sig)} pid {_int(items[2])} via {items[0]} node {node}",
+            "rank": _int(items[1]),
+        }
+
+    def srun_task(self, items: list[Any]) -> Row:
+        node, tasks = str(items[0]).removeprefix("srun: error: ").rstrip(":").split(": ")
+        return {
+            "kind": "launcher",
+            "detail": f"died tasks {tasks.split()[1]} via srun node {node} how {_rest(items)}",
+        }
+
+    def mpi_first(self, items: list[Any]) -> Row:
+        rank = str(items[0]).rstrip("]").rsplit(",", 1)[1]
+        return {"kind": "launcher", "detail": "died first via mpirun-table", "rank": int(rank)}
+
+    def mpi_exit_code(self, items: list[Any]) -> Row:
+        return {"kind": "launcher", "detail": f"died exitcode {_int(items[0])} via mpirun-table"}
+
+    def ucx_signal(self, items: list[Any]) -> Row:
+        where = str(items[0]).strip("[]").split(":")
+        return {
+            "kind": "launcher",
+            "detail": f"died signal {_int(items[1])} pid {where[1]} via ucx node {where[0]}",
+        }
+
     # --- application output: tracebacks and spawn's report (kind traceback / spawn) ----------
     def tb_start(self, items: list[Any]) -> Row:
         return {"kind": "traceback", "detail": "start"}
