@@ -68,9 +68,7 @@ def _first_lines(df: pl.DataFrame, alias: str) -> pl.DataFrame:
 def _teardown_rows(logs: LogFrames) -> pl.DataFrame:
     ends = logs.inits.filter(pl.col("phase").fill_null("").str.contains(r"^(?:destroy|abort)_"))
     warn = logs.warnings.filter(is_teardown_message())
-    app = logs.unknown.filter(
-        ~pl.col("is_nccl").fill_null(False) & pl.col("text").fill_null("").str.contains(APP_END)
-    )
+    app = _app_end_rows(logs)
     destroy = logs.known.filter(
         pl.col("subsys").fill_null("").str.contains("DESTROY")  # NCCL 2.30's own tag
         & (pl.col("level") == "INFO")
@@ -114,7 +112,12 @@ def _error_after_abort(logs: LogFrames, down: pl.DataFrame) -> bool:
 
 def _succeeded(logs: LogFrames) -> bool:
     """Some application or launcher line marks a clean end (APP_END)."""
-    app = logs.unknown.filter(
+    torch = logs.torch.filter(pl.col("text").fill_null("").str.contains(APP_END))
+    return _app_end_rows(logs).height > 0 or torch.height > 0
+
+
+def _app_end_rows(logs: LogFrames) -> pl.DataFrame:
+    """Application lines that mark a clean end (APP_END), e.g. MLPerf's `run_stop` with status success."""
+    return logs.unknown.filter(
         ~pl.col("is_nccl").fill_null(False) & pl.col("text").fill_null("").str.contains(APP_END)
     )
-    return app.height > 0 or logs.torch.filter(pl.col("text").fill_null("").str.contains(APP_END)).height > 0

@@ -35,12 +35,17 @@ class RankExit:
 
     @property
     def signal(self) -> str | None:
-        if self.exit_code >= 0:
-            return None
-        try:
-            return signal.Signals(-self.exit_code).name
-        except ValueError:
-            return f"signal {-self.exit_code}"
+        return signal_name(self.exit_code)
+
+
+def signal_name(code: int) -> str | None:
+    """The signal a negative exit status (-N, as subprocess and torchrun report a signal death) names."""
+    if code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
 
 
 def torchrun_exits(text: str) -> dict[int, RankExit]:

@@ -81,7 +81,7 @@ def _matches(e: Kind, f: Finding, facts: Mapping[str, object]) -> bool:
         return False
     if e.severities and f.severity not in e.severities:
         return False
-    if any(not facts.get(m) for m in e.has) or any(facts.get(m) for m in e.lacks):
+    if any(not facts.get(m) for m in e.has):
         return False
     if any(facts.get(m) != v for m, v in e.equals):
         return False

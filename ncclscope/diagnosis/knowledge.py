@@ -20,7 +20,7 @@ Scope = Literal["job", "ranks", "members", "culprits-wait", "same-culprits", "sa
 @dataclass(frozen=True, slots=True)
 class Kind:
     """Classes a finding: `finding` ("*" for any id), optional severities and metric conditions
-    (`has`: a metric that is present and truthy; `equals`: metric values; `lacks`: metrics absent)."""
+    (`has`: a metric that is present and truthy; `equals`: metric values)."""
 
     id: str
     finding: str
@@ -30,7 +30,6 @@ class Kind:
     reason: str
     severities: tuple[str, ...] = ()
     has: tuple[str, ...] = ()
-    lacks: tuple[str, ...] = ()
     equals: tuple[tuple[str, object], ...] = ()
     contains: tuple[tuple[str, object], ...] = ()  # metric list holds the value
     only: tuple[tuple[str, tuple[object, ...]], ...] = ()  # every item of a metric list is one of these

@@ -112,6 +112,14 @@ class Diagnosis:
     def verdict(self) -> Cause | None:
         return self.causes[0] if self.causes else None
 
+    @property
+    def stuck_ranks(self) -> tuple[int, ...]:
+        """Every cause's ranks when there are several and each is a set of ranks stuck on its own across
+        process groups (one job-level verdict names them all); else ()."""
+        if len(self.causes) < 2 or any(c.event.kind != "hang-stuck-rank" for c in self.causes):
+            return ()
+        return tuple(sorted({r for c in self.causes for r in c.ranks}))
+
     def echo_of(self, index: int) -> int | None:
         """The finding index that explains finding `index`, if any."""
         return next((lk.cause for lk in self.links if lk.echo == index), None)

@@ -110,13 +110,13 @@ def causes(events: Sequence[Event], links: Sequence[Link]) -> tuple[Cause, ...]:
         )
         chosen = risks[:1] + [e for e in risks[1:] if e.index in parent.values()]
     by_index = {e.index: e for e in events}
-    out = []
-    for root in chosen:
-        echoes = tuple(
-            by_index[i] for i in sorted(_descendants(root.index, parent), key=lambda i: _seq(by_index[i]))
-        )
-        out.append(_cause(root, echoes, links, len(chosen)))
-    return tuple(out)
+    folded: dict[int, list[Event]] = {}
+    for echo in parent:  # the links form no cycle (`link`), so following causes up always ends at a root
+        folded.setdefault(_root(echo, parent), []).append(by_index[echo])
+    return tuple(
+        _cause(root, tuple(sorted(folded.get(root.index, []), key=_seq)), links, len(chosen))
+        for root in chosen
+    )
 
 
 def _order(e: Event, stamped: bool) -> tuple[object, ...]:
@@ -130,17 +130,10 @@ def _seq(e: Event) -> tuple[object, ...]:
     return (e.when.ts_us if e.when.ts_us is not None else float("inf"), e.tier, e.index)
 
 
-def _descendants(root: int, parent: dict[int, int]) -> set[int]:
-    out: set[int] = set()
-    for echo in parent:
-        seen, node = set(), echo
-        while node in parent and node not in seen:
-            seen.add(node)
-            node = parent[node]
-            if node == root:
-                out.add(echo)
-                break
-    return out
+def _root(index: int, parent: dict[int, int]) -> int:
+    while index in parent:
+        index = parent[index]
+    return index
 
 
 def _cause(root: Event, echoes: tuple[Event, ...], links: Sequence[Link], n_roots: int) -> Cause:

@@ -64,11 +64,8 @@ def _findings(doc: dict[str, Any]) -> list[str]:
     if not doc["findings"]:
         return out + ["No findings: nothing in the evidence looks wrong.", ""]
     folded = views_verdict.fold(doc)
-    causes = [
-        (f, echoes)
-        for f, echoes in folded[: 1 + len(doc["verdict"]["causes"])]
-        if doc["verdict"]["index"] is not None
-    ]
+    v = doc["verdict"]
+    causes = folded[: 1 + len(v["causes"])] if v["index"] is not None else []  # fold() puts the causes first
     if causes:
         out += ["### The cause and its echoes", ""]
         for f, echoes in causes:

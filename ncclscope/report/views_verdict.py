@@ -39,7 +39,7 @@ def section(s: Session) -> dict[str, Any]:
             "causes": [],
             "folded": {},
         }
-    stuck = _stuck_ranks(d)
+    stuck = list(d.stuck_ranks)
     return {
         **base,
         **_cause(v),
@@ -57,7 +57,7 @@ def text(s: Session, d: Diagnosis) -> str:
         if infos:
             return f"No error or warning findings in the evidence given ({infos} for information)."
         return "No problems found in the evidence given."
-    stuck = _stuck_ranks(d)
+    stuck = list(d.stuck_ranks)
     if stuck:  # several groups of ranks stuck on their own: one job-level sentence naming them all
         where = "; ".join(
             f"rank(s) {', '.join(map(str, c.ranks))} in {', '.join(c.event.groups)}" for c in d.causes
@@ -72,13 +72,6 @@ def text(s: Session, d: Diagnosis) -> str:
     extra = f" (+{more} independent cause{'s' if more > 1 else ''})" if more else ""
     sev = v.event.severity.upper()
     return f"{sev}: {head}{no_period(v.sentence)}{extra}."
-
-
-def _stuck_ranks(d: Diagnosis) -> list[int]:
-    """The ranks of every cause when there are several and each is a set of ranks stuck across groups."""
-    if len(d.causes) < 2 or any(c.event.kind != "hang-stuck-rank" for c in d.causes):
-        return []
-    return sorted({r for c in d.causes for r in c.ranks})
 
 
 def _job_level(d: Diagnosis, stuck: list[int]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ncclscope.capture.postmortem import signal_name
 from ncclscope.errors import InputError
 from ncclscope.run.tee import ConsoleLog, start_pumps
 
@@ -35,12 +36,7 @@ class Ended:
 
     @property
     def signal(self) -> str | None:
-        if self.returncode >= 0:
-            return None
-        try:
-            return signal.Signals(-self.returncode).name
-        except ValueError:
-            return f"signal {-self.returncode}"
+        return signal_name(self.returncode)
 
     @property
     def exit_status(self) -> int:
