@@ -268,6 +268,11 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     t = ctx.hang.timeouts
     if t is None or t.is_empty():
         return
+    # A line cut inside its WorkNCCL record (a terminal hard-wrap) keeps SeqNum but not OpType: it
+    # joins its SeqNum's group when every other line of that SeqNum names one and the same op.
+    ops = pl.col("op_type").drop_nulls().unique()
+    one_op = pl.when(ops.len().over("seq") == 1).then(ops.first().over("seq"))
+    t = t.with_columns(pl.coalesce("op_type", one_op).alias("op_type"))
     g = t.group_by("seq", "op_type", maintain_order=True).agg(
         pl.col("grank").drop_nulls().unique().sort().alias("ranks"),
         pl.col("timeout_ms").max(),
