@@ -135,6 +135,42 @@ EXPECTED: dict[str, Expect] = {
         detectors=frozenset({1}),
         concluded="notes: last enqueued == last completed on both ranks: the hang is not in NCCL",
     ),
+    "accelerate412_roce_no_gdr_2_10_3_hang_prepare": NONE,
+    "basicsr737_watchdog_allreduce_3rank": Expect(
+        True,
+        seq=808,
+        not_blamed=frozenset({0, 1, 2}),
+        why="all three ranks timed out in #808 (last completed 807)",
+    ),
+    "lightning17066_p4d_affinity_trees_24ch_p2p_read": NONE,
+    "llamafactory7396_watchdog_allreduce_pidprefix": Expect(
+        True, seq=1580, not_blamed=frozenset({0, 3, 4}), why="the visible ranks timed out in #1580 on PG 1"
+    ),
+    "nccl1160_fsdp_hang_torch_debug_fingerprint_2_18_1": NONE,
+    "nccl1634_heterogeneous_net_plugin_across_nodes": NONE,
+    "nccl1936_2_27_5_fixed_port_hang_init": NONE,
+    "nccl417_stripped_prefix_vm_3gpu_hang_2_7_8": NONE,
+    "nccl733_k9s_prefix_3node_hang": NONE,
+    "nccl733_k9s_prefix_ib_3hca_oob_eth0": NONE,
+    "nccl783_coll_subsys_send_opcount_stripped": Expect(
+        False,
+        why="four COLL Send lines of one rank, nothing says a collective is stuck (the mismatch is in the attached logs)",
+    ),
+    "nccltests15_nccl_2_2_13_connect_timed_out": Expect(
+        False, why="a bootstrap connect timeout: a connection failure, not a stuck collective"
+    ),
+    "nccltests244_2_2x_plugin_init_mpich_hang": NONE,
+    "openr1_620_watchdog_broadcast_terminal_wrapped": Expect(
+        True,
+        seq=4,
+        culprits=frozenset(),
+        not_blamed=frozenset({1, 2, 3, 5, 6}),
+        why="five ranks timed out in BROADCAST #4 (hard-wrapped lines)",
+    ),
+    "sglang3836_watchdog_interleaved_with_nccl_init": Expect(
+        True, seq=5653, culprits=frozenset(), why="only rank 7's timeout in #5653 is seen"
+    ),
+    "vllm8447_2node_ib_pp_hang": NONE,
 }
 LABELS = ("hang", "watchdog_timeout", "timeout")
 
