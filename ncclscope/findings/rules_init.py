@@ -99,9 +99,18 @@ ELISION = r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- 
 
 
 def _excerpt_cut(ctx: Context, stuck: pl.DataFrame) -> bool:
-    """One input with a user's elision marker, and no stuck rank printing anything after its START."""
-    if len(ctx.logs.inputs) != 1 or not ctx.logs.unknown["text"].fill_null("").str.contains(ELISION).any():
+    """One input with a user's elision marker, and either every stuck rank's START has a marker after it
+    (the user cut the log somewhere after START: COMPLETE may be in the cut part) or no stuck rank prints
+    anything after its START."""
+    marks = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(ELISION))
+    if len(ctx.logs.inputs) != 1 or marks.is_empty():
         return False
+    after = stuck.group_by("path").agg(pl.col("line").max().alias("start_line"))
+    after = after.join(
+        marks.group_by("path").agg(pl.col("line").max().alias("mark_line")), on="path", how="left"
+    )
+    if bool((after["mark_line"].fill_null(0) > after["start_line"]).all()):
+        return True
     last = norm_host(ctx.logs.streams).group_by("path", "host", "pid").agg(pl.col("last_line").max())
     ends = norm_host(stuck).group_by("path", "host", "pid").agg(pl.col("line").max().alias("start_line"))
     later = ends.join(last, on=["path", "host", "pid"], how="left")

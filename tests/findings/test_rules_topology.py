@@ -197,6 +197,15 @@ def test_init_incomplete_on_a_pasted_excerpt_is_info() -> None:
     no_marker = replace(base, inputs=(InputInfo("job.log", 6),), unknown=logs().unknown)
     [f] = run("init-incomplete", no_marker)
     assert f.severity == "info" and "if the log is whole" in f.title
+    # the rank goes on printing after START, then the user's marker: COMPLETE may be in the cut part
+    # (sglang#3398's `。。。` after MNNVL/CUMEM lines); a marker before START proves nothing about the end
+    talks = {"streams": [{"path": "job.log", "host": "node-a", "pid": 100, "first_line": 1, "last_line": 9}]}
+    after = replace(logs(inits=[start], unknown=[{"text": "。。。", "is_nccl": False, "line": 10}], **talks))
+    [f] = run("init-incomplete", replace(after, inputs=(InputInfo("job.log", 10),)))
+    assert f.severity == "info"
+    before = replace(logs(inits=[start], unknown=[{"text": "。。。", "is_nccl": False, "line": 2}], **talks))
+    [f] = run("init-incomplete", replace(before, inputs=(InputInfo("job.log", 10),)))
+    assert f.severity == "warning"
 
 
 def _lw(rank: int, member: str, size: int, **kw: object) -> dict[str, object]:
