@@ -87,7 +87,29 @@ def _join_wrapped(torch: pl.DataFrame) -> pl.DataFrame:
 def torch_rows(logs: LogFrames) -> pl.DataFrame:
     """TORCH rows with wrapped lines joined and `grank` (global rank when the wrapper printed one)."""
     t = _join_wrapped(logs.torch)
-    return t.with_columns(pl.coalesce("rank_hint", "rank").alias("grank"))
+    return _terminate_timeouts(t.with_columns(pl.coalesce("rank_hint", "rank").alias("grank")))
+
+
+def _terminate_timeouts(t: pl.DataFrame) -> pl.DataFrame:
+    """`Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught … WorkNCCL(SeqNum,
+    OpType, …)` (also as `what():` after `terminate called`) carries the whole timeout record. torch prints
+    the watchdog line first; a paste that kept only the termination still shows that rank timing out in
+    that collective, so it counts as one watchdog_timeout row unless the rank's own watchdog line is there."""
+    term = t.filter(
+        (pl.col("kind") == "terminate")
+        & (pl.col("detail") == "watchdog_exception")
+        & pl.col("seq").is_not_null()
+        & pl.col("op_type").is_not_null()
+    )
+    if term.is_empty():
+        return t
+    seen = t.filter(pl.col("kind") == "watchdog_timeout").select("path", "grank", "seq").unique()
+    add = term.join(seen, on=["path", "grank", "seq"], how="anti", nulls_equal=True).unique(
+        ["path", "grank", "seq"], keep="first", maintain_order=True
+    )
+    return pl.concat(
+        [t, add.with_columns(pl.lit("watchdog_timeout").alias("kind"), pl.lit("timeout").alias("detail"))]
+    )
 
 
 def _pg_of_seq(t: pl.DataFrame) -> pl.DataFrame:

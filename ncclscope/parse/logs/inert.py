@@ -28,7 +28,7 @@ from ncclscope.parse.logs import evidence, needles, peel
 from ncclscope.parse.logs.catalog import torch_needles
 from ncclscope.parse.logs.peel import MAX_TEXT
 from ncclscope.parse.logs.rejoin import MAX_RUN
-from ncclscope.parse.logs.runtime_anchor import ANCHOR
+from ncclscope.parse.logs.runtime_anchor import ANCHOR, CUT_RECORD
 from ncclscope.parse.nccltests.markers import MARKERS
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).
@@ -82,7 +82,7 @@ def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | No
     if hit.any():  # the lines that may carry a prefix (a few): where the rejoin windows start
         at = hit.arg_true()
         pre = pl.repeat(False, n, eager=True).scatter(
-            at, clean.gather(at).str.contains(PREFIX_POSSIBLE).fill_null(False)
+            at, clean.gather(at).str.contains(f"{PREFIX_POSSIBLE}|{CUT_RECORD}").fill_null(False)
         )
     if not pre.any():
         if carry is None or carry > MAX_RUN:

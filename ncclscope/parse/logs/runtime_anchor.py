@@ -19,3 +19,6 @@ ANCHOR = re.compile(
     r"|noticed that process rank|srun: error:|Caught signal|Process name: \[\[|Exit code:"
 )
 MAX_CHARS = 20_000  # longer messages are no PyTorch lines
+# A WorkNCCL record cut at the line's end (a terminal hard-wrap: `…WorkNCCL(SeqNum=53` / `2339, …) ran for`):
+# the reader offers the next lines with it, and `runtime_rows` joins them.
+CUT_RECORD = r"WorkNCCL\([^)]*$"

@@ -12,7 +12,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.parse.bounds import INT64_MAX
-from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
+from ncclscope.parse.logs.runtime_anchor import ANCHOR, CUT_RECORD, MAX_CHARS
 from ncclscope.parse.logs.transform import OVF, overflow
 
 _ORIGIN = list(S.ORIGIN)
@@ -35,6 +35,7 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
         return S.empty(S.TORCH), df.drop("_t"), overflow(cand)
     from ncclscope.parse.logs import runtime_lines  # Lark: imported once a line may be a PyTorch line
 
+    cand, joined = _rejoin(df, cand)
     msgs = cand["msg"].unique().to_list()
     recs = {m: r for m in msgs if (r := runtime_lines.match(m)) is not None}
     if not recs:
@@ -48,8 +49,41 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     rows = hit.select(*_ORIGIN, *_FIELDS).with_columns(
         pl.coalesce(pl.col("rank"), pl.col("rank_hint")).alias("rank")
     )
-    rest = df.join(hit.select("_t"), on="_t", how="anti").drop("_t")
+    used = pl.concat(
+        [
+            hit.select("_t"),
+            joined.join(hit.select("_t"), on="_t", how="semi").select("_tn").rename({"_tn": "_t"}),
+        ]
+    )
+    rest = df.join(used, on="_t", how="anti").drop("_t")
     return S.conform(rows, S.TORCH), rest, overflow(hit)
+
+
+
+
+def _rejoin(df: pl.DataFrame, cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`cand` with each WorkNCCL record cut at a line's end joined to the next physical line of its input,
+    when that line is no PyTorch line of its own (no anchor) and closes the record; and the joined rows
+    (their `_t`, and `_tn`: the continuation row the join consumed). The wrap point can fall inside a
+    field name or a number, so the two parts are joined without a separator; the evidence keeps the
+    first line's text and place."""
+    cut = cand.filter(pl.col("msg").str.contains(CUT_RECORD))
+    none = pl.DataFrame(schema={"_t": pl.UInt32, "_tn": pl.UInt32})
+    if cut.is_empty():
+        return cand, none
+    nxt = df.select(
+        "path", (pl.col("line") - 1).alias("line"), pl.col("msg").alias("_next"), pl.col("_t").alias("_tn")
+    )
+    j = cut.join(nxt, on=["path", "line"], how="inner").filter(
+        ~candidates(pl.col("_next")) & pl.col("_next").str.contains(")", literal=True)
+    )
+    if j.is_empty():
+        return cand, none
+    j = j.with_columns(
+        (pl.col("msg").str.strip_chars_end("\r\n") + pl.col("_next").str.strip_chars()).alias("msg")
+    )
+    merged = pl.concat([cand.join(j.select("_t"), on="_t", how="anti"), j.drop("_next", "_tn")]).sort("_t")
+    return merged, j.select("_t", "_tn")
 
 
 def _unfit(rec: dict[str, object]) -> str:
