@@ -24,6 +24,13 @@ CLASS_LABEL = {
     "e": "enqueued == completed everywhere: the hang is outside NCCL",
     "undetermined": "the evidence does not tell which rank holds it up",
 }
+# `Last enqueued NCCL work: -1` in every torch line that reported (dump signal / PG status): this group
+# never ran NCCL work, so the collective that timed out (the dump signal says one did) belongs to another
+# process group. (A Flight Recorder dump of an unused group says nothing about a timeout: not this case.)
+NEVER_USED = (
+    "this process group never enqueued NCCL work (last enqueued -1): the collective that timed out is on "
+    "another process group, whose lines are not in the evidence"
+)
 FR_HINT = (
     "Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE>0, TORCH_NCCL_DUMP_ON_TIMEOUT=1) from every rank"
 )
@@ -200,6 +207,8 @@ def classify_group(key: str, source: str, rows: pl.DataFrame, ctx: Ctx) -> HangV
     ops += [sig[0] for sig in _signatures(g, s).values()] if s is not None and source == "flight" else []
     base["op"] = majority(ops) or next(iter(ops), None)
     klass, culprits, conf, reason = _decide(g, s, set(detectors))
+    if reason == NEVER_USED:  # no work of this group is stuck: name none
+        base.update(seq=None, op=None, group=f"a process group other than {base['group']}")
     # Dumps alone showing nothing outstanding may be a healthy on-demand snapshot: say so softly.
     base["hang_evidence"] = not (source == "flight" and klass == "e")
     missing = _missing(g, conf)
@@ -248,6 +257,8 @@ def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[i
             "medium",
             "it died (its log ends with a crash, or the launcher saw it killed) while the others wait",
         )
+    if g.source == "torch" and not T and E and max(E.values()) < 0:
+        return "undetermined", (), "low", NEVER_USED
     if not T and E and len(E) == len(seen) and max(E.values()) < s:
         # Nobody enqueued the next work: what lags in `completed` on one rank is bookkeeping (the
         # watchdog updates it lazily), not a stuck collective.
@@ -277,6 +288,20 @@ def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:
                 "low",
                 "every rank that reported entered it; the silent ranks are the suspects",
             )
+    # Ranks seen only observing another rank's dump signal: no timeout and no progress of their own. A rank
+    # that entered later than the detector looks the same (its own timeout had not fired yet), so they are
+    # named as conditional suspects, never as culprits.
+    progress = set(g.col("timed_out_seq")) | set(g.col("enqueued"))
+    quiet = sorted(set(g.seen) - g.entered - progress)
+    if quiet and g.entered:
+        return (
+            "undetermined",
+            (),
+            "low",
+            f"every rank that reported its progress entered #{s}; rank(s) {fmt_ranks(tuple(quiet))} only "
+            "observed the dump signal and printed no timeout of their own: if their logs are whole, they "
+            "never entered it",
+        )
     return (
         "undetermined",
         (),

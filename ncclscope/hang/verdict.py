@@ -19,7 +19,10 @@ from ncclscope.hang.sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.records import Evidence
 
-NET_FAMILIES = ["socket", "ib_completion", "ib_async", "proxy", "bootstrap", "net", "connection"]
+# Warnings that point at the network layer under a stuck collective. Not `proxy`: the proxy thread only
+# relays what failed under it or that its local rank went away (`Failed to execute operation Close`,
+# `Could not receive type from localRank` during an abort); a real network fault shows its own line.
+NET_FAMILIES = ["socket", "ib_completion", "ib_async", "bootstrap", "net", "connection"]
 _WAITED = [
     "watchdog_timeout",
     "pg_status",

@@ -59,8 +59,6 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     return S.conform(rows, S.TORCH), rest, overflow(hit)
 
 
-
-
 def _rejoin(df: pl.DataFrame, cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`cand` with each WorkNCCL record cut at a line's end joined to the next physical line of its input,
     when that line is no PyTorch line of its own (no anchor) and closes the record; and the joined rows
