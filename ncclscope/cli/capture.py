@@ -185,7 +185,7 @@ def capture(
             say_plan(p, say, kept_only=True)
         sys.stdout.flush()
 
-    echo = None if quiet else sys.stderr.buffer  # the job's output; stdout carries the summary
+    echo = None if quiet else getattr(sys.stderr, "buffer", None)  # the job's output; stdout: the summary
     res = run_capture(opts, echo_out=echo, echo_err=echo, announce=announce)
     _summary(res, faults, opts.out_dir)
     for note in res.notes:

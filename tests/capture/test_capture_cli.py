@@ -174,3 +174,25 @@ def test_run_manifest_keys_are_json(tmp_path: Path) -> None:
     # The config travels to every worker as JSON in one environment variable.
     cfg = CaptureConfig(out_dir=str(tmp_path), faults=parse_faults(["straggler:rank=1,delay_ms=5"]))
     assert json.loads(workload_env(cfg)[CONFIG_ENV])["faults"][0]["delay_ms"] == 5.0
+
+
+def test_the_worker_names_its_nccl_file_and_dump_from_runs_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's manifest points at the files run's variables make for this process (or the user's)."""
+    import socket
+
+    from ncclscope.capture.config import Layout
+    from ncclscope.capture.evidence import flight_path, nccl_file
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu7.cluster.example")
+    assert nccl_file(f"{tmp_path}/nccl/nccl.%h.%p.log") == tmp_path / "nccl" / f"nccl.gpu7.{os.getpid()}.log"
+    assert nccl_file(None) is None and nccl_file("") is None
+    lay = Layout(tmp_path)
+    monkeypatch.delenv("TORCH_FR_DUMP_TEMP_FILE", raising=False)
+    monkeypatch.delenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", raising=False)
+    assert flight_path(lay, 3) == tmp_path / "flight" / "nccl_trace_rank_3"
+    monkeypatch.setenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/scratch/old_")  # the user's older name
+    assert flight_path(lay, 3) == Path("/scratch/old_3")
+    monkeypatch.setenv("TORCH_FR_DUMP_TEMP_FILE", "/scratch/fr_")  # PyTorch reads this one first
+    assert flight_path(lay, 3) == Path("/scratch/fr_3")
