@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +34,7 @@ from ncclscope.capture.postmortem import settle_manifests
 from ncclscope.capture.preflight import GpuProbe, import_torch, preflight, probe_gpus
 from ncclscope.errors import InputError, MissingExtraError
 from ncclscope.run.launchers import torchrun_options
+from ncclscope.run.layout import safe_host
 from ncclscope.run.record import Prepared, RunOptions, RunRecord, prepare, record, write_json
 from ncclscope.run.settings import NCCL_FILE
 from ncclscope.run.tee import utc_now
@@ -72,7 +72,7 @@ class CaptureOptions:
         if not self.multi_node:
             return ""
         node = _arg_value(self.torchrun_args, "--node-rank", "--node_rank")
-        host = re.sub(r"[^A-Za-z0-9._-]", "_", self.host) or "host"
+        host = safe_host(self.host)
         return host if node is None else f"{host}.node{node}"
 
     @property
