@@ -1,5 +1,5 @@
 """Imports only go forward: grammar → parse → frames → align → hang → findings → diagnosis → session → report
-→ diff → notebook → capture/run → cli. A module may import its own stage, the shared records (records, schema,
+→ diff → notebook → run → capture → cli. A module may import its own stage, the shared records (records, schema,
 tuning, errors, version) and earlier stages, never a later one."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ ORDER = [
     "report",
     "diff",
     "notebook",
-    "capture",
     "run",
+    "capture",
     "cli",
 ]
 BASE = {"records", "schema", "tuning", "errors", "version", "py"}

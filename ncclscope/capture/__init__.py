@@ -1,6 +1,7 @@
-"""Capture stage: `ncclscope capture` runs a bundled torchrun job, optionally with injected faults,
-and writes fresh evidence (per-rank logs, NCCL logs, profiler traces, Flight Recorder dumps and
-manifests). Importing this package never imports torch; only the worker and the job need it.
+"""Capture stage: `ncclscope capture` is `ncclscope run` applied to a bundled torchrun job, optionally
+with injected faults: run records the evidence (NCCL logs, Flight Recorder dumps, console, node
+snapshot) and the worker adds per-rank logs, profiler traces and manifests. Importing this package never
+imports torch; only the worker and the job need it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ncclscope.capture.faults import KINDS, Fault, FaultSpecError, parse_fault, 
 from ncclscope.capture.launcher import (
     CaptureOptions,
     CaptureResult,
+    plan,
     require_torch,
     resolve_backend,
     run_capture,
@@ -26,6 +28,7 @@ __all__ = [
     "Layout",
     "parse_fault",
     "parse_faults",
+    "plan",
     "require_torch",
     "resolve_backend",
     "run_capture",

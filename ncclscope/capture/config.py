@@ -1,5 +1,6 @@
 """Capture stage, configuration: what the launcher hands every worker, where each file goes, and
-the environment that makes NCCL and PyTorch write their evidence (no torch here).
+the bundled job's own environment (no torch here). The evidence variables (NCCL_DEBUG, its file and
+timestamps, the Flight Recorder, …) are `run`'s: capture is `run` applied to the bundled job.
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ from typing import Literal, cast
 
 from ncclscope.capture.faults import STEP_FAULTS, Fault
 from ncclscope.capture.mesh import Mesh
+from ncclscope.run.settings import FLIGHT_PREFIX, Value
 
 Backend = Literal["nccl", "gloo"]
 CONFIG_ENV = "NCCLSCOPE_CAPTURE_CONFIG"
-SUBSYS = ("INIT", "BOOTSTRAP", "ENV", "NET", "GRAPH", "TUNING")
-# NCCL >= 2.26 prints its own timestamp; `%6f` is NCCL's microsecond extension. NCCL formats it in
-# local time, so the job runs with TZ=UTC and the timestamps are UTC.
-NCCL_TIMESTAMP_FORMAT = "[%F %T.%6f] "
-FR_BUFFER = "2000"
 # NCCL hashes the host name, or NCCL_HOSTID when set, to tell nodes apart (src/misc/utils.cc,
 # getHostHash). A host id per rank makes every rank a node of its own: NCCL then connects ranks through
 # its network transport, as between nodes, and its duplicate-GPU check (same host hash and bus id)
@@ -39,6 +36,15 @@ TORCHRUN_GRACE_S = 30.0
 DEFAULT_TIMEOUT_S = 10.0  # well under the grace, so PyTorch's own timeout dump is not cut short
 # How long PyTorch's watchdog waits for the Flight Recorder dumps after a timeout before it acts.
 DUMP_WAIT_MS = 5000
+# run's value for that wait (15 s) suits a job's real timeouts; capture's are seconds long.
+VALUES = (
+    Value(
+        "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC",
+        str(DUMP_WAIT_MS),
+        f"capture's process-group timeout (default {DEFAULT_TIMEOUT_S:g} s) plus this wait stays well under "
+        f"torchrun's {TORCHRUN_GRACE_S:g} s SIGTERM-to-SIGKILL grace, so a survivor's own dump is not cut short",
+    ),
+)
 # A step's CUDA work may take this long past the timeout and the dump wait before the worker gives up.
 SYNC_MARGIN_S = 15.0
 
@@ -50,18 +56,11 @@ class Layout:
     root: Path
 
     @property
-    def launcher_log(self) -> Path:
-        return self.root / "logs" / "torchrun.log"
-
-    @property
     def run_manifest(self) -> Path:
         return self.root / "capture.json"
 
     def log(self, rank: int) -> Path:
         return self.root / "logs" / f"rank{rank}.log"
-
-    def nccl_log(self, rank: int) -> Path:
-        return self.root / "logs" / f"nccl_rank{rank}.log"
 
     def trace(self, rank: int) -> Path:
         return self.root / "traces" / f"rank{rank}.pt.trace.json.gz"
@@ -71,14 +70,15 @@ class Layout:
 
     @property
     def flight_prefix(self) -> Path:
-        # PyTorch appends the global rank to this prefix, as with its default /tmp/nccl_trace_rank_<r>.
-        return self.root / "flight" / "nccl_trace_rank_"
+        """run's dump path (PyTorch appends the global rank, as with its default /tmp/nccl_trace_rank_<r>)."""
+        return self.root / FLIGHT_PREFIX
 
     def flight(self, rank: int) -> Path:
         return Path(f"{self.flight_prefix}{rank}")
 
     def make_dirs(self) -> None:
-        for sub in ("logs", "traces", "manifest", "flight"):
+        """capture's own folders; run makes the NCCL and Flight Recorder ones."""
+        for sub in ("logs", "traces", "manifest"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
 
@@ -177,33 +177,18 @@ class CaptureConfig:
         return cls.from_json(json.loads(raw))
 
 
-def job_env(cfg: CaptureConfig) -> dict[str, str]:
-    """Environment for torchrun and so for every worker: NCCL debug output, Flight Recorder,
-    PyTorch's C++ INFO lines, UTC clocks, the NCCL watchdog's knobs. `--env` values given by the user win."""
-    fr = str(cfg.layout.flight_prefix)
+def workload_env(cfg: CaptureConfig) -> dict[str, str]:
+    """The bundled job's own settings, given to `run` as a user's exports would be (run then sets the
+    evidence variables around them). `--env` values win over these."""
     env = {
-        "TZ": "UTC",
-        "PYTHONUNBUFFERED": "1",
-        "NCCL_DEBUG": "INFO",
-        "NCCL_DEBUG_SUBSYS": ",".join(SUBSYS + (("COLL",) if cfg.coll else ())),
-        "NCCL_DEBUG_TIMESTAMP_LEVELS": "ALL",
-        "NCCL_DEBUG_TIMESTAMP_FORMAT": NCCL_TIMESTAMP_FORMAT,
-        "TORCH_CPP_LOG_LEVEL": "INFO",
-        # Flight Recorder: the NCCL-era names and the backend-neutral ones (torch >= 2.7).
-        "TORCH_NCCL_TRACE_BUFFER_SIZE": FR_BUFFER,
-        "TORCH_FR_BUFFER_SIZE": FR_BUFFER,
-        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": fr,
-        "TORCH_FR_DUMP_TEMP_FILE": fr,
-        "TORCH_NCCL_DESYNC_DEBUG": "1",
         # The watchdog, pinned rather than inherited (torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp,
         # torch 2.13.0: ErrorHandlingMode NoHandling=0, TearDown=1, CleanUpOnly=2, SkipCleanUp=3; the
         # default 3 tears the process down from the watchdog thread, so no Python `finally` runs).
         # 2 = CleanUpOnly: abort the communicator, keep the process, let the worker write its evidence.
+        # run leaves these alone in a user's job: they change how it behaves.
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "2",
         "TORCH_NCCL_BLOCKING_WAIT": "0",  # 1 would mean no watchdog, so no timeout dump
-        "TORCH_NCCL_ENABLE_MONITORING": "1",  # the thread that carries the other ranks' dump signal
-        "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": str(DUMP_WAIT_MS),
+        "TORCH_NCCL_DESYNC_DEBUG": "1",
         CONFIG_ENV: json.dumps(cfg.to_json()),
     }
     env.update(dict(cfg.extra_env))
@@ -211,11 +196,10 @@ def job_env(cfg: CaptureConfig) -> dict[str, str]:
 
 
 def rank_env(cfg: CaptureConfig, rank: int) -> dict[str, str]:
-    """Per-rank environment the worker sets before the backend initialises: NCCL's own log file
-    (NCCL substitutes only %h and %p, never the rank), a host id of its own with `node_per_rank`, and
-    the environment faults of this rank. A variable given with `--env` is left alone: the user's value
-    wins over capture's and the faults'."""
-    env = {"NCCL_DEBUG_FILE": str(cfg.layout.nccl_log(rank))}
+    """Per-rank environment the worker sets before the backend initialises: a host id of its own with
+    `node_per_rank`, and the environment faults of this rank. A variable given with `--env` is left
+    alone: the user's value wins over capture's and the faults'."""
+    env: dict[str, str] = {}
     if cfg.node_per_rank:
         env[HOSTID_ENV] = node_id(rank)
     for f in cfg.faults:

@@ -5,47 +5,21 @@ which environment, which fault) and the Flight Recorder dump when PyTorch did no
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import socket
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ncclscope.capture.config import CONFIG_ENV, CaptureConfig
-from ncclscope.capture.preflight import loaded_nccl_version
+from ncclscope.capture.config import CaptureConfig, Layout
+from ncclscope.run.nccl import loaded_nccl_version
+from ncclscope.run.record import write_json
+from ncclscope.run.settings import SETTINGS
+from ncclscope.run.snapshot import captured_env
+from ncclscope.run.tee import utc_now
 from ncclscope.version import __version__
-
-_ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "CUDA_", "MASTER_", "TORCHELASTIC_", "OMP_", "PYTORCH_")
-_ENV_NAMES = frozenset(
-    {
-        "RANK",
-        "LOCAL_RANK",
-        "WORLD_SIZE",
-        "LOCAL_WORLD_SIZE",
-        "GROUP_RANK",
-        "ROLE_RANK",
-        "ROLE_WORLD_SIZE",
-        "GROUP_WORLD_SIZE",
-        "TZ",
-        "NVIDIA_VISIBLE_DEVICES",
-    }
-)
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def captured_env(environ: dict[str, str] | os._Environ[str] | None = None) -> dict[str, str]:
-    """The variables that shape NCCL, gloo and PyTorch distributed, sorted by name."""
-    env = environ if environ is not None else os.environ
-    return {
-        k: env[k] for k in sorted(env) if k != CONFIG_ENV and (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES))
-    }
 
 
 @dataclass
@@ -73,7 +47,7 @@ class Manifest:
             "faults": [f.to_json() for f in self.cfg.faults if f.applies_to(self.rank)],
             "job_faults": [f.to_json() for f in self.cfg.faults],
             "config": self.cfg.to_json(),
-            "env": captured_env(),
+            "env": captured_env(os.environ),
             "files": self._files(),
             "started_utc": utc_now(),
             "status": "starting",
@@ -82,9 +56,14 @@ class Manifest:
 
     def _files(self) -> dict[str, str]:
         lay = self.cfg.layout
-        files = {"log": lay.log(self.rank), "trace": lay.trace(self.rank), "flight": lay.flight(self.rank)}
-        if self.cfg.backend == "nccl":
-            files["nccl_log"] = lay.nccl_log(self.rank)
+        files = {
+            "log": lay.log(self.rank),
+            "trace": lay.trace(self.rank),
+            "flight": flight_path(lay, self.rank),
+        }
+        nccl = nccl_file(os.environ.get("NCCL_DEBUG_FILE"))
+        if self.cfg.backend == "nccl" and nccl is not None:
+            files["nccl_log"] = nccl
         return {k: os.path.relpath(v, lay.root) for k, v in files.items()}
 
     def update(self, **kw: Any) -> None:
@@ -93,9 +72,26 @@ class Manifest:
 
     def write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True, default=str) + "\n")
-        os.replace(tmp, self.path)
+        write_json(self.path, self.data)
+
+
+# The Flight Recorder dump path's names, in the order PyTorch reads them (run's setting).
+_FLIGHT_NAMES = next(s.names for s in SETTINGS if "TORCH_FR_DUMP_TEMP_FILE" in s.names)
+
+
+def flight_path(lay: Layout, rank: int) -> Path:
+    """Where PyTorch writes this rank's dump: the prefix run set (or the user's, which won), then the rank."""
+    prefix = next((os.environ[n] for n in _FLIGHT_NAMES if os.environ.get(n)), None)
+    return Path(f"{prefix}{rank}") if prefix else lay.flight(rank)
+
+
+def nccl_file(pattern: str | None) -> Path | None:
+    """This process's NCCL log: NCCL_DEBUG_FILE with `%h` (the host name up to its first dot) and `%p`
+    (the pid) expanded, as NCCL's ncclDebugInit does (src/debug.cc); None when NCCL logs to stdout."""
+    if not pattern:
+        return None
+    host = socket.gethostname().split(".")[0]
+    return Path(pattern.replace("%h", host).replace("%p", str(os.getpid())))
 
 
 def torch_versions(torch: Any, backend: str) -> dict[str, Any]:

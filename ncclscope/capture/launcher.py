@@ -1,6 +1,8 @@
-"""Capture stage, launcher: checks the machine (pre-flight), runs torchrun as a subprocess (an
-argument list, never a shell string) under an outer deadline, keeps torchrun's own output as evidence,
-settles the manifests of ranks that died without a word and writes the run manifest.
+"""Capture stage, launcher: `run` applied to the bundled job. It checks the options and the machine
+(pre-flight), then hands `run` the torchrun command for the bundled worker (an argument list, never a
+shell string), capture's own job environment and an outer deadline; `run` sets the evidence variables,
+tees the console, snapshots the node and supervises the job. Afterwards capture settles the manifests
+of ranks that died without a word and writes its own manifest, capture.json, beside run's run.json.
 
 torch is needed only to run the job and for the NCCL pre-flight; building the command needs none.
 """
@@ -8,35 +10,37 @@ torch is needed only to run the job and for the NCCL pre-flight; building the co
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import re
 import socket
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ncclscope.capture.config import (
     DEFAULT_TIMEOUT_S,
     DUMP_WAIT_MS,
     TORCHRUN_GRACE_S,
+    VALUES,
     Backend,
     CaptureConfig,
     Layout,
-    job_env,
+    workload_env,
 )
-from ncclscope.capture.evidence import utc_now
 from ncclscope.capture.faults import NCCL_ONLY, Fault, check_ranks
 from ncclscope.capture.mesh import LayoutSpecError, Mesh
 from ncclscope.capture.postmortem import settle_manifests
 from ncclscope.capture.preflight import GpuProbe, import_torch, preflight, probe_gpus
-from ncclscope.capture.supervise import KILL_GRACE_S, descendants, supervise
 from ncclscope.errors import InputError, MissingExtraError
+from ncclscope.run.launchers import torchrun_options
+from ncclscope.run.layout import safe_host
+from ncclscope.run.record import Prepared, RunOptions, RunRecord, prepare, record, write_json
+from ncclscope.run.settings import NCCL_FILE
+from ncclscope.run.tee import utc_now
 
 WORKER_MODULE = "ncclscope.capture.worker"
-__all__ = ["KILL_GRACE_S", "CaptureOptions", "CaptureResult", "descendants", "run_capture", "torchrun_argv"]
+__all__ = ["CaptureOptions", "CaptureResult", "plan", "run_capture", "torchrun_argv"]
 
 
 @dataclass(frozen=True)
@@ -55,20 +59,25 @@ class CaptureOptions:
     node_per_rank: bool = False
     mesh: Mesh | None = None  # --layout: the job's process groups
     host: str = field(default_factory=socket.gethostname)
+    snapshot: bool = True  # run's node snapshot (versions, topology, interfaces) beside the job
 
     @property
     def multi_node(self) -> bool:
         return self.nnodes != "1"
 
     @property
-    def host_dir(self) -> Path:
-        """Where this node's files go: --out itself on one node; on several, one subdirectory per
-        host (`.node<N>` added when --node-rank N is given), so nodes sharing --out never collide."""
+    def node_name(self) -> str:
+        """This node's directory under --out: none on one node; on several, one per host (`.node<N>`
+        added when --node-rank N is given), so nodes sharing --out never collide."""
         if not self.multi_node:
-            return self.out_dir
+            return ""
         node = _arg_value(self.torchrun_args, "--node-rank", "--node_rank")
-        host = re.sub(r"[^A-Za-z0-9._-]", "_", self.host) or "host"
-        return self.out_dir / (host if node is None else f"{host}.node{node}")
+        host = safe_host(self.host)
+        return host if node is None else f"{host}.node{node}"
+
+    @property
+    def host_dir(self) -> Path:
+        return self.out_dir / self.node_name
 
     @property
     def deadline_s(self) -> float:
@@ -86,6 +95,7 @@ class CaptureResult:
     files: dict[str, list[str]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     settled: tuple[int, ...] = ()  # ranks whose manifest the launcher rewrote (they died silently)
+    record: RunRecord | None = None  # what run recorded: its layout, choices, exit, snapshot
 
 
 def require_torch() -> None:
@@ -130,12 +140,6 @@ def check_options(opts: CaptureOptions) -> tuple[str, ...]:
             f"--nnodes {opts.nnodes}: every node must meet at one rendezvous; add it after `--`, "
             "e.g. -- --rdzv-backend c10d --rdzv-endpoint HOST:29500 --rdzv-id JOB"
         )
-    if opts.out_dir.exists() and not opts.out_dir.is_dir():
-        raise InputError(f"--out {opts.out_dir}: exists and is not a directory; pick a new one")
-    d = opts.host_dir
-    if d.exists() and (not d.is_dir() or any(d.iterdir())):
-        what = "--out" if d == opts.out_dir else f"--out {opts.out_dir}: this node's directory"
-        raise InputError(f"{what} {d}: exists and is not an empty directory; pick a new one")
     if opts.backend == "gloo":
         return tuple(
             f"{f.spec or f.kind}: only changes NCCL's behaviour; with gloo it is recorded, nothing more"
@@ -174,13 +178,8 @@ def _has_rendezvous(args: Sequence[str]) -> bool:
 
 def _arg_value(args: Sequence[str], *names: str) -> str | None:
     """The value of `--name V` or `--name=V` among torchrun's extra arguments."""
-    for i, a in enumerate(args):
-        for n in names:
-            if a == n and i + 1 < len(args):
-                return args[i + 1]
-            if a.startswith(n + "="):
-                return a.split("=", 1)[1]
-    return None
+    given = dict(torchrun_options(args))
+    return next((given[n] for n in names if n in given), None)
 
 
 def config_for(opts: CaptureOptions) -> CaptureConfig:
@@ -197,16 +196,36 @@ def config_for(opts: CaptureOptions) -> CaptureConfig:
     )
 
 
+def plan(opts: CaptureOptions, environ: Mapping[str, str] | None = None) -> tuple[Prepared, tuple[str, ...]]:
+    """Check the options, then let `run` plan the job (its environment, its torchrun options, where it
+    writes; it refuses a used directory). Writes nothing. Returns the plan and the notes to show."""
+    notes = check_options(opts)
+    base = {**(os.environ if environ is None else environ), **workload_env(config_for(opts))}
+    run_opts = RunOptions(
+        command=tuple(torchrun_argv(opts)),
+        out_dir=opts.out_dir,
+        coll=opts.coll,
+        host=opts.host,
+        probes=None if opts.snapshot else (),
+        node=opts.node_name,
+        values=VALUES,
+        deadline_s=opts.deadline_s,
+    )
+    return prepare(run_opts, base), notes
+
+
 def run_capture(
     opts: CaptureOptions,
     *,
-    echo: Callable[[str], None] | None = None,
+    echo_out: IO[bytes] | None = None,
+    echo_err: IO[bytes] | None = None,
     probe: Callable[[], GpuProbe] | None = None,
+    announce: Callable[[Prepared], None] | None = None,
 ) -> CaptureResult:
-    """Check, then run the job to completion or to the deadline; always leaves the run manifest behind.
-    Nothing is written when the options or the pre-flight refuse the job."""
+    """Check, then run the job through `run` to completion or to the deadline; always leaves the
+    manifests behind. Nothing is written when the options or the pre-flight refuse the job."""
     require_torch()
-    notes = check_options(opts)
+    p, notes = plan(opts)
     if opts.backend == "nccl":
         notes += preflight(
             (probe or probe_gpus)(),
@@ -218,37 +237,41 @@ def run_capture(
         )
     cfg = config_for(opts)
     lay = cfg.layout
+    started = utc_now()
     lay.make_dirs()
-    argv = torchrun_argv(opts)
-    env = {**os.environ, **job_env(cfg)}
-    started, t0 = utc_now(), time.monotonic()
-    with open(lay.launcher_log, "w", encoding="utf-8", errors="replace") as log:
-        rc, timed_out = supervise(argv, env, opts.deadline_s, log, echo)
-    elapsed = time.monotonic() - t0
-    if timed_out:
-        notes += (f"the run passed its {opts.deadline_s:g} s deadline and was killed",)
+    if announce is not None:
+        announce(p)
+    rec = record(p, echo_out=echo_out, echo_err=echo_err)
+    e = rec.ended
     settled = settle_manifests(
         sorted((lay.root / "manifest").glob("rank*.json")),
-        lay.launcher_log,
-        returncode=rc,
-        timed_out=timed_out,
+        p.layout.console_log,
+        returncode=e.returncode,
+        timed_out=e.timed_out,
     )
     result = CaptureResult(
         out_dir=lay.root,
-        argv=tuple(argv),
-        returncode=rc,
-        timed_out=timed_out,
-        elapsed_s=elapsed,
+        argv=p.launch.argv,
+        returncode=e.returncode,
+        timed_out=e.timed_out,
+        elapsed_s=e.elapsed_s,
         files=collect_files(lay),
-        notes=notes,
+        notes=notes + rec.notes,
         settled=tuple(settled),
+        record=rec,
     )
     _write_run_manifest(opts, cfg, result, started)
     return result
 
 
 def collect_files(lay: Layout) -> dict[str, list[str]]:
-    kinds = {"logs": "logs", "traces": "traces", "flight": "flight", "manifest": "manifest"}
+    kinds = {
+        "logs": "logs",
+        "nccl": str(Path(NCCL_FILE).parent),
+        "traces": "traces",
+        "flight": str(lay.flight_prefix.parent.relative_to(lay.root)),
+        "manifest": "manifest",
+    }
     return {
         k: sorted(
             str(p.relative_to(lay.root))
@@ -274,7 +297,7 @@ def _write_run_manifest(opts: CaptureOptions, cfg: CaptureConfig, res: CaptureRe
         "deadline_s": opts.deadline_s,
         "faults": [f.to_json() for f in opts.faults],
         "config": cfg.to_json(),
-        "job_env": {k: v for k, v in job_env(cfg).items() if k != "NCCLSCOPE_CAPTURE_CONFIG"},
+        "run_manifest": "run.json",  # run's: the evidence variables set or kept, the exit, the snapshot
         "allow_shared_gpu": opts.allow_shared_gpu,
         "node_per_rank": opts.node_per_rank,
         "layout": None if opts.mesh is None else opts.mesh.spec,
@@ -290,4 +313,4 @@ def _write_run_manifest(opts: CaptureOptions, cfg: CaptureConfig, res: CaptureRe
         "files": res.files,
         "notes": list(res.notes),
     }
-    cfg.layout.run_manifest.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_json(cfg.layout.run_manifest, data)

@@ -1,19 +1,20 @@
 """Capture stage, after torchrun exits: a rank killed by a signal it cannot catch (SIGKILL, SIGABRT)
 leaves its manifest `starting` or `running`. The launcher rewrites those with what it observed:
-the rank's exit code or signal from torchrun's failure summary, and torchrun's own exit status.
+the rank's exit code or signal from torchrun's failure summary (in run's console.log), and torchrun's
+own exit status.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ncclscope.capture.evidence import utc_now
+from ncclscope.run.record import write_json
+from ncclscope.run.supervise import signal_name
+from ncclscope.run.tee import unstamped, utc_now
 
 UNFINISHED = frozenset({"starting", "running"})
 # torchrun's ChildFailedError summary, one block per failed local worker:
@@ -38,16 +39,6 @@ class RankExit:
         return signal_name(self.exit_code)
 
 
-def signal_name(code: int) -> str | None:
-    """The signal a negative exit status (-N, as subprocess and torchrun report a signal death) names."""
-    if code >= 0:
-        return None
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
-
-
 def torchrun_exits(text: str) -> dict[int, RankExit]:
     """Every rank torchrun's failure summary lists (Root Cause and Other Failures alike)."""
     return {
@@ -56,7 +47,7 @@ def torchrun_exits(text: str) -> dict[int, RankExit]:
 
 
 def settle_manifests(
-    manifests: Iterable[Path], torchrun_log: Path, *, returncode: int, timed_out: bool
+    manifests: Iterable[Path], console_log: Path, *, returncode: int, timed_out: bool
 ) -> list[int]:
     """Rewrite each manifest still `starting`/`running`; return the ranks rewritten.
 
@@ -64,7 +55,7 @@ def settle_manifests(
     nothing about it, e.g. torchrun itself was killed at the outer deadline).
     """
     try:
-        exits = torchrun_exits(torchrun_log.read_text(errors="replace"))
+        exits = torchrun_exits(unstamped(console_log.read_text(errors="replace")))
     except OSError:
         exits = {}
     settled = []
@@ -79,14 +70,14 @@ def settle_manifests(
         seen = exits.get(rank)
         if seen is not None and seen.pid != data.get("pid"):
             seen = None  # a restarted worker's record, not this process
-        data.update(_observed(data["status"], seen, returncode, timed_out, torchrun_log))
-        _write(path, data)
+        data.update(_observed(data["status"], seen, returncode, timed_out, console_log))
+        write_json(path, data)
         settled.append(rank)
     return sorted(settled)
 
 
 def _observed(
-    before: str, seen: RankExit | None, returncode: int, timed_out: bool, torchrun_log: Path
+    before: str, seen: RankExit | None, returncode: int, timed_out: bool, console_log: Path
 ) -> dict[str, object]:
     status = "lost" if seen is None else "killed" if seen.signal else "exited"
     observed: dict[str, object] = {
@@ -96,7 +87,7 @@ def _observed(
         "timed_out": timed_out,
         "exit_code": None if seen is None else seen.exit_code,
         "signal": None if seen is None else seen.signal,
-        "source": f"logs/{torchrun_log.name}" if seen is not None else None,
+        "source": console_log.name if seen is not None else None,
     }
     out: dict[str, object] = {"status": status, "launcher_observed": observed, "ended_utc": utc_now()}
     if seen is not None:
@@ -109,9 +100,3 @@ def _observed(
             else "no exit status in torchrun's summary"
         )
     return out
-
-
-def _write(path: Path, data: dict[str, object]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)

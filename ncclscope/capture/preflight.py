@@ -6,13 +6,12 @@ The probe is a frozen record; `probe_gpus` fills it from torch, and tests pass t
 
 from __future__ import annotations
 
-import ctypes
-import os
 import warnings
 from dataclasses import dataclass
 from types import ModuleType
 
 from ncclscope.errors import InputError
+from ncclscope.run.nccl import loaded_nccl_version
 
 # NCCL < 2.30 refuses two ranks on one GPU at init ("Duplicate GPU detected : rank 0 and rank 1 both
 # on CUDA device …", src/init.cc); 2.30.3 added NCCL_MULTI_RANK_GPU_ENABLE (default 0: "Multiple ranks
@@ -44,28 +43,6 @@ def import_torch() -> ModuleType:
         import torch
         import torch.distributed
     return torch
-
-
-def decode_nccl_version(code: int) -> tuple[int, int, int]:
-    """`ncclGetVersion`'s code: X*10000 + Y*100 + Z from NCCL 2.9 on, X*1000 + Y*100 + Z before (nccl.h)."""
-    if code >= 10000:
-        return code // 10000, code % 10000 // 100, code % 100
-    return code // 1000, code % 1000 // 100, code % 100
-
-
-def loaded_nccl_version() -> tuple[int, int, int] | None:
-    """The NCCL release this process has loaded (call after `import torch`), or None. `LD_PRELOAD` or
-    `LD_LIBRARY_PATH` may load another release than the one torch was built with, which is what
-    `torch.cuda.nccl.version()` reports (torch 2.11 said 2.28.9 while NCCL 2.32.3 ran, samples/gpu/nccl232).
-    RTLD_NOLOAD: only a library already loaded is asked; none is loaded here."""
-    try:
-        lib = ctypes.CDLL("libnccl.so.2", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-        code = ctypes.c_int(0)
-        if lib.ncclGetVersion(ctypes.byref(code)) != 0 or code.value <= 0:
-            return None
-    except (OSError, AttributeError):  # no libnccl loaded, or one without ncclGetVersion
-        return None
-    return decode_nccl_version(code.value)
 
 
 def probe_gpus() -> GpuProbe:

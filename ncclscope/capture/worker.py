@@ -24,11 +24,12 @@ from ncclscope.capture.evidence import (
     Manifest,
     device_info,
     dump_flight,
+    flight_path,
     flush_stdio,
     torch_versions,
-    utc_now,
 )
 from ncclscope.capture.inject import Plan
+from ncclscope.run.tee import utc_now
 
 EXIT_FAILED = 1
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -136,7 +137,7 @@ def _run(cfg: CaptureConfig, rank: int, local_rank: int, man: Manifest) -> int:
             if not flight_needed(code, cfg)
             else "no process group"
             if not started
-            else dump_flight(torch, cfg.layout.flight(rank), cfg.backend)
+            else dump_flight(torch, flight_path(cfg.layout, rank), cfg.backend)
         )
         man.update(status=status, exit_code=code, error=err, flight_dump=flight, ended_utc=utc_now())
         flush_stdio()

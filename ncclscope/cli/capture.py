@@ -1,13 +1,15 @@
-"""CLI stage, `ncclscope capture`: run the bundled torchrun job (optionally with injected faults)
-and leave per-rank logs, traces, Flight Recorder dumps and manifests in one directory.
+"""CLI stage, `ncclscope capture`: `ncclscope run` applied to the bundled torchrun job (optionally with
+injected faults): per-rank logs, traces, Flight Recorder dumps, manifests, run's console.log, node
+snapshot and run.json in one directory, then the diagnosis (report.md/.html/.json) as `run` makes it.
 """
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,7 +18,13 @@ from ncclscope.capture.config import DEFAULT_TIMEOUT_S
 from ncclscope.cli import app
 from ncclscope.cli.console import stderr_console, stdout_console
 from ncclscope.cli.options import Quiet
+from ncclscope.cli.run import diagnose_and_say, say_plan
 from ncclscope.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+
+if TYPE_CHECKING:
+    from ncclscope.run import Prepared
+
+PREFIX = "ncclscope capture: "
 
 
 class BackendChoice(str, Enum):
@@ -122,9 +130,24 @@ def capture(
             show_default=False,
         ),
     ] = None,
+    snapshot: Annotated[
+        bool,
+        typer.Option(
+            "--snapshot/--no-snapshot",
+            help="Record versions, topology and interfaces into snapshot.md beside the job (as `run`).",
+        ),
+    ] = True,
+    do_analyze: Annotated[
+        bool,
+        typer.Option(
+            "--analyze/--no-analyze",
+            help="Diagnose the capture and write report.md/.html/.json when it ends.",
+        ),
+    ] = True,
     quiet: Quiet = False,
 ) -> None:
-    """Run a small DDP + collectives job under torchrun and capture its evidence. Exit 0: evidence
+    """Run a small DDP + collectives job under torchrun through `ncclscope run` (the same evidence
+    variables, console.log, node snapshot and diagnosis) and capture its evidence. Exit 0: evidence
     captured (a job that fails under an injected fault counts); 1: the job failed with no fault
     injected; 2: bad options, torch missing, a machine that cannot run the job (no NCCL, no GPU,
     fewer GPUs than ranks), or no evidence at all."""
@@ -149,19 +172,28 @@ def capture(
         allow_shared_gpu=allow_shared_gpu,
         node_per_rank=node_per_rank,
         mesh=mesh,
+        snapshot=snapshot,
     )
     err = stderr_console()
-    echo = (
-        None
-        if quiet
-        else (lambda line: err.print(line, markup=False, highlight=False, style="dim", soft_wrap=True))
-    )
-    res = run_capture(opts, echo=echo)
+
+    def say(text: str) -> None:
+        err.print(PREFIX + text, markup=False, highlight=False, soft_wrap=True)
+
+    def announce(p: Prepared) -> None:
+        say(f"recording into {p.layout.node_dir}")
+        if not quiet:
+            say_plan(p, say, kept_only=True)
+        sys.stdout.flush()
+
+    echo = None if quiet else getattr(sys.stderr, "buffer", None)  # the job's output; stdout: the summary
+    res = run_capture(opts, echo_out=echo, echo_err=echo, announce=announce)
     _summary(res, faults, opts.out_dir)
     for note in res.notes:
         err.print(f"warning: {note}", markup=False, soft_wrap=True)
     if not res.files.get("manifest"):
         raise typer.Exit(EXIT_BAD_INPUT)
+    if do_analyze and res.record is not None:
+        diagnose_and_say(res.record.layout, say)
     raise typer.Exit(EXIT_FINDINGS if res.returncode != 0 and not faults else EXIT_OK)
 
 

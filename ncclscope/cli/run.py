@@ -20,7 +20,7 @@ from ncclscope.cli.console import stderr_console
 from ncclscope.cli.options import Quiet
 
 if TYPE_CHECKING:
-    from ncclscope.run import RunLayout
+    from ncclscope.run import Prepared, RunLayout
 
 PREFIX = "ncclscope run: "
 
@@ -101,13 +101,7 @@ def run(
 
     say(f"recording into {p.layout.node_dir}")
     if not quiet:
-        for c in p.choices:
-            if c.action == "set":
-                say(f"set  {c.setting.names[0]}={c.value}" + _aliases(c.setting.names))
-            else:
-                say(f"kept {', '.join(f'{k}={v}' for k, v in c.user)} (yours)")
-        if p.launch.added:
-            say("torchrun options added: " + " ".join(p.launch.added))
+        say_plan(p, say)
     for note in p.notes:  # evidence that will not be in the run directory: said even with --quiet
         say(f"note: {note}")
     sys.stdout.flush()
@@ -121,13 +115,27 @@ def run(
     for note in rec.notes[len(p.notes) :]:  # the ones said before the command started come first
         say(f"note: {note}")
     if do_analyze:
-        _diagnose(rec.layout, say)
+        diagnose_and_say(rec.layout, say)
     else:
         say(f"next: ncclscope analyze {opts.out_dir}")
     raise typer.Exit(e.exit_status)
 
 
-def _diagnose(layout: RunLayout, say: Callable[[str], None]) -> None:
+def say_plan(p: Prepared, say: Callable[[str], None], *, kept_only: bool = False) -> None:
+    """Each evidence variable as `set` or `kept … (yours)`, and the torchrun options added."""
+    for c in p.choices:
+        if c.action == "kept":
+            say(f"kept {', '.join(f'{k}={v}' for k, v in c.user)} (yours)")
+        elif not kept_only:
+            say(f"set  {c.setting.names[0]}={c.value}" + _aliases(c.setting.names))
+    if kept_only:
+        n = sum(c.action == "set" for c in p.choices)
+        say(f"set {n} evidence variables where you had not (listed in {p.layout.manifest})")
+    elif p.launch.added:
+        say("torchrun options added: " + " ".join(p.launch.added))
+
+
+def diagnose_and_say(layout: RunLayout, say: Callable[[str], None]) -> None:
     """Diagnose and print the verdict. Whatever goes wrong here (Ctrl-C, unusable evidence, a bug in
     the analysis), `run` still exits with the job's status: it is a prefix in batch scripts."""
     from ncclscope.run import diagnose

@@ -1,7 +1,7 @@
 """Run stage: `ncclscope run -- <command>` records the evidence of the user's own job (NCCL logs with
 timestamps, Flight Recorder dumps, the console, the node's versions and topology) and diagnoses it when
-it ends. It sits beside capture, before the CLI: it reads capture's knowledge and calls the session
-and the report modules; it never prints (the CLI does). Importing it never imports torch.
+it ends. It sits before capture (which is `run` applied to the bundled job) and the CLI: it calls the
+session and the report modules; it never prints (the CLI does). Importing it never imports torch.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from ncclscope.run.diagnose import Diagnosis, diagnose
 from ncclscope.run.layout import RunLayout
 from ncclscope.run.record import Prepared, RunOptions, RunRecord, prepare, record
-from ncclscope.run.settings import SETTINGS, EnvChoice, EnvSetting
+from ncclscope.run.settings import SETTINGS, EnvChoice, EnvSetting, Value
 from ncclscope.run.supervise import Ended
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "RunLayout",
     "RunOptions",
     "RunRecord",
+    "Value",
     "diagnose",
     "prepare",
     "record",

@@ -2,7 +2,8 @@
 
 Each wrapper writes under `DIR/<host>/`, so nodes sharing DIR (Slurm, a shared file system) never
 collide; when a launcher starts several wrappers on one node (`srun --ntasks-per-node 8 ncclscope run
-…`, `mpirun`), each gets `DIR/<host>/task<N>/`, N its task number.
+…`, `mpirun`), each gets `DIR/<host>/task<N>/`, N its task number. A caller may name the node
+directory itself (`capture` on one node writes into DIR, on several into `DIR/<host>.node<N>/`).
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ class RunLayout:
     out_dir: Path
     host: str
     task: int | None = None
+    node: str | None = None  # the node directory under out_dir when the caller chose it ("": out_dir)
 
     @property
     def node_dir(self) -> Path:
+        if self.node is not None:
+            return self.out_dir / self.node
         d = self.out_dir / safe_host(self.host)
         return d if self.task is None else d / f"task{self.task}"
 

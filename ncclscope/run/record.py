@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ncclscope.capture.evidence import utc_now
 from ncclscope.errors import InputError
 from ncclscope.run.launchers import Launch, job_python, plan_launch
 from ncclscope.run.layout import RunLayout, task_id
-from ncclscope.run.settings import NOT_SET, EnvChoice, elsewhere, env_updates, plan_env
+from ncclscope.run.settings import NOT_SET, EnvChoice, Value, elsewhere, env_updates, plan_env
 from ncclscope.run.snapshot import Probe, Snapshot, take, write
 from ncclscope.run.stacks import StallWatch
 from ncclscope.run.supervise import Ended, run_command
-from ncclscope.run.tee import ConsoleLog
+from ncclscope.run.tee import ConsoleLog, utc_now
 from ncclscope.version import __version__
 
 SCHEMA = "ncclscope.run/1"
@@ -40,6 +39,9 @@ class RunOptions:
     probes: tuple[Probe, ...] | None = None  # None: the default probes; () none at all
     snapshot_wait_s: float = 120.0  # how long the end waits for a snapshot still running
     stall_s: float = 120.0  # --stacks: seconds without new output before the stacks are dumped
+    node: str | None = None  # the node directory under out_dir, when the caller names it (RunLayout)
+    values: tuple[Value, ...] = ()  # the caller's values for evidence settings the user did not set
+    deadline_s: float | None = None  # SIGTERM, then SIGKILL, the command and its processes after this
 
 
 @dataclass(frozen=True)
@@ -72,14 +74,15 @@ def prepare(opts: RunOptions, environ: Mapping[str, str] | None = None) -> Prepa
             "nothing to run: give the command after `--`, e.g. ncclscope run -- torchrun … train.py"
         )
     env = dict(os.environ if environ is None else environ)
-    layout = RunLayout(opts.out_dir.resolve(), opts.host, task_id(env))
+    task = task_id(env) if opts.node is None else None
+    layout = RunLayout(opts.out_dir.resolve(), opts.host, task, opts.node)
     d = layout.node_dir
     if opts.out_dir.exists() and not opts.out_dir.is_dir():
         raise InputError(f"--out {opts.out_dir}: exists and is not a directory")
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise InputError(f"{d}: already holds a run; give a new --out")
     launch = plan_launch(opts.command, env, layout.torchrun_dir(False), layout.torchrun_dir(True))
-    choices = plan_env(env, str(d), coll=opts.coll, flight=opts.flight)
+    choices = plan_env(env, str(d), coll=opts.coll, flight=opts.flight, values=opts.values)
     return Prepared(
         opts, layout, launch, choices, {**env, **env_updates(choices)}, elsewhere(choices, str(d))
     )
@@ -120,7 +123,15 @@ def record(
             on_start(pid)
 
     try:
-        ended = run_command(p.launch.argv, p.env, log, echo_out=echo_out, echo_err=echo_err, on_start=begun)
+        ended = run_command(
+            p.launch.argv,
+            p.env,
+            log,
+            echo_out=echo_out,
+            echo_err=echo_err,
+            on_start=begun,
+            deadline_s=p.opts.deadline_s,
+        )
     except InputError as e:
         _write_manifest(p, started, None, utc_now(), failed=str(e))
         raise
@@ -131,6 +142,8 @@ def record(
     notes = list(p.notes)
     if watches and watches[0].pyspy is None:
         notes.append("--stacks: py-spy is not on PATH, no stacks were taken (pip install py-spy)")
+    if ended.timed_out:
+        notes.append(f"the command passed its {p.opts.deadline_s:g} s deadline and was killed")
     if snap_thread.is_alive():
         snap_thread.join(timeout=p.opts.snapshot_wait_s)
     snapshot = shot[0] if shot else None
@@ -208,12 +221,18 @@ def _write_manifest(
             returncode=e.returncode,
             signal=e.signal,
             exit_status=e.exit_status,
+            timed_out=e.timed_out,
             forwarded_signals=list(e.forwarded),
             snapshot=rec.snapshot.to_json() if rec.snapshot is not None else None,
             notes=list(rec.notes),
             stacks=[os.path.relpath(s, lay.node_dir) for s in rec.stacks],
             files=files(lay.node_dir),
         )
-    tmp = lay.manifest.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, lay.manifest)
+    write_json(lay.manifest, data)
+
+
+def write_json(path: Path, data: Mapping[str, object]) -> None:
+    """A manifest, replaced whole (a reader, or a process killed mid-write, never sees half of one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

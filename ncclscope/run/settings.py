@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ncclscope.capture.config import NCCL_TIMESTAMP_FORMAT, SUBSYS
-
 Group = Literal["nccl", "clock", "flight", "watchdog", "torchrun"]
 NODE = "{node}"  # replaced by this node's output directory
 # torchrun's console tag: the global rank (its default `[default0]:` is the local rank, the same on
@@ -22,6 +20,10 @@ NODE = "{node}"  # replaced by this node's output directory
 TORCHRUN_PREFIX = "[rank${rank}]:"
 FLIGHT_PREFIX = "flight/nccl_trace_rank_"
 NCCL_FILE = "nccl/nccl.%h.%p.log"
+SUBSYS = ("INIT", "BOOTSTRAP", "ENV", "NET", "GRAPH", "TUNING")
+# NCCL >= 2.26 prints its own timestamp; `%6f` is NCCL's microsecond extension. NCCL formats it in
+# local time, so the job runs with TZ=UTC and the timestamps are UTC.
+NCCL_TIMESTAMP_FORMAT = "[%F %T.%6f] "
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ class EnvChoice:
     action: Literal["set", "kept"]
     value: str
     user: tuple[tuple[str, str], ...] = ()
+    why: str = ""  # the caller's reason when it gave its own value in place of the setting's
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -180,9 +183,19 @@ class EnvChoice:
             "value": self.value,
             "user": dict(self.user),
             "group": self.setting.group,
-            "why": self.setting.why,
+            "why": self.why or self.setting.why,
             "source": self.setting.source,
         }
+
+
+@dataclass(frozen=True)
+class Value:
+    """A caller's value for a setting, in place of its default (the user's own value still wins):
+    `capture` runs its bundled job with a shorter dump wait, to suit its short timeouts."""
+
+    name: str  # the setting's first name
+    value: str
+    why: str
 
 
 def plan_env(
@@ -191,8 +204,13 @@ def plan_env(
     *,
     coll: bool = False,
     flight: bool = True,
+    values: tuple[Value, ...] = (),
 ) -> tuple[EnvChoice, ...]:
     """Every setting that applies, decided against the user's environment."""
+    mine = {v.name: v for v in values}
+    unknown = sorted(set(mine) - {s.names[0] for s in SETTINGS})
+    if unknown:
+        raise ValueError(f"no such evidence setting: {', '.join(unknown)}")
     out = []
     for s in SETTINGS:
         if s.group in ("flight", "watchdog") and not flight:
@@ -201,10 +219,11 @@ def plan_env(
         if user:
             out.append(EnvChoice(s, "kept", user[0][1], user))
             continue
-        value = s.value.replace(NODE, node_dir)
+        given = mine.get(s.names[0])
+        value = (given.value if given else s.value).replace(NODE, node_dir)
         if s.names == ("NCCL_DEBUG_SUBSYS",) and coll:
             value += ",COLL"
-        out.append(EnvChoice(s, "set", value))
+        out.append(EnvChoice(s, "set", value, why=given.why if given else ""))
     return tuple(out)
 
 

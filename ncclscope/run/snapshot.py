@@ -17,10 +17,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ncclscope.capture.evidence import captured_env, utc_now
+from ncclscope.run.tee import utc_now
 from ncclscope.version import __version__
 
 MAX_OUTPUT = 256 * 1024
+# The variables that shape NCCL, gloo and PyTorch distributed, kept in the snapshot and the manifests.
+_ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "CUDA_", "MASTER_", "TORCHELASTIC_", "OMP_", "PYTORCH_")
+_ENV_NAMES = frozenset(
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "GROUP_WORLD_SIZE",
+        "TZ",
+        "NVIDIA_VISIBLE_DEVICES",
+    }
+)
 _VERSIONS = """
 import json, platform
 out = {"python": platform.python_version()}
@@ -30,7 +46,7 @@ try:
     if dist.is_available() and dist.is_nccl_available():
         out["nccl_built"] = ".".join(map(str, torch.cuda.nccl.version()))
         try:
-            from ncclscope.capture.preflight import loaded_nccl_version
+            from ncclscope.run.nccl import loaded_nccl_version
             v = loaded_nccl_version()
             out["nccl_loaded"] = ".".join(map(str, v)) if v else None
         except Exception:
@@ -39,6 +55,11 @@ except Exception as e:
     out["torch_error"] = f"{type(e).__name__}: {e}"[:300]
 print(json.dumps(out))
 """
+
+
+def captured_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that shape NCCL, gloo and PyTorch distributed, sorted by name."""
+    return {k: env[k] for k in sorted(env) if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
 
 
 @dataclass(frozen=True)
@@ -131,7 +152,7 @@ def take(
     env: Mapping[str, str], probes: Sequence[Probe] | None = None, python: str | None = None
 ) -> Snapshot:
     results = tuple(run_probe(p, env) for p in (default_probes(python) if probes is None else probes))
-    return Snapshot(results, tuple(captured_env(dict(env)).items()), utc_now(), _versions(results))
+    return Snapshot(results, tuple(captured_env(env).items()), utc_now(), _versions(results))
 
 
 def _versions(results: Sequence[ProbeResult]) -> dict[str, object]:

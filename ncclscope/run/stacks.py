@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ncclscope.capture.supervise import descendants
+from ncclscope.run.supervise import descendants
 
 DUMP_TIMEOUT_S = 30.0
 MAX_OUTPUT = 256 * 1024

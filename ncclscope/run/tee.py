@@ -8,6 +8,7 @@ memory stays bounded whatever the job prints.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from datetime import datetime, timezone
 from typing import IO
@@ -16,10 +17,23 @@ MAX_LINE = 64 * 1024
 _CHUNK = 64 * 1024
 
 
+# What `ConsoleLog.write_line` puts before each line: the arrival stamp and the stream.
+_STAMPED = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z \[std(?:out|err)\] ", re.MULTILINE)
+
+
+def utc_now() -> str:
+    """`2026-11-27T20:20:21.123456Z`: the UTC time of the run's manifests and console stamps."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 def stamp() -> bytes:
     """`2026-11-27T20:20:21.123456Z ` (the ISO form the log grammar peels as a collector's stamp)."""
-    now = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    return now.encode("ascii") + b" "
+    return utc_now().encode("ascii") + b" "
+
+
+def unstamped(text: str) -> str:
+    """console.log's text as the command printed it: each line's stamp and stream tag taken off."""
+    return _STAMPED.sub("", text)
 
 
 class ConsoleLog:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.capture import CaptureConfig, CaptureOptions, parse_faults, torchrun_argv
-from ncclscope.capture.config import CONFIG_ENV, TORCHRUN_GRACE_S, job_env, rank_env
-from ncclscope.capture.launcher import WORKER_MODULE, check_options, descendants, world_size
+from ncclscope.capture import CaptureConfig, CaptureOptions, parse_faults, plan, torchrun_argv
+from ncclscope.capture.config import CONFIG_ENV, TORCHRUN_GRACE_S, rank_env, workload_env
+from ncclscope.capture.launcher import WORKER_MODULE, check_options, world_size
 from ncclscope.cli import main
 from ncclscope.errors import InputError
+from ncclscope.run.supervise import descendants
 
 
 def test_torchrun_argv_is_a_list_with_the_worker_module(tmp_path: Path) -> None:
@@ -41,8 +42,11 @@ def test_world_size_and_option_checks(tmp_path: Path) -> None:
         check_options(CaptureOptions(out_dir=tmp_path / "new", faults=parse_faults(["hang:rank=2"])))
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "rank0.log").write_text("x")
-    with pytest.raises(InputError, match="not an empty directory"):
-        check_options(CaptureOptions(out_dir=tmp_path / "old"))
+    with pytest.raises(InputError, match="already holds a run"):  # run's check, through capture's plan
+        plan(CaptureOptions(out_dir=tmp_path / "old"), {})
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="not a directory"):
+        plan(CaptureOptions(out_dir=tmp_path / "file"), {})
     with pytest.raises(InputError, match="--timeout"):
         check_options(CaptureOptions(out_dir=tmp_path / "new", timeout_s=0))
     with pytest.raises(InputError, match="rendezvous"):
@@ -57,37 +61,53 @@ def test_world_size_and_option_checks(tmp_path: Path) -> None:
     assert check_options(CaptureOptions(out_dir=tmp_path / "new", backend="nccl")) == ()
 
 
-def test_job_env_asks_nccl_and_pytorch_for_their_evidence(tmp_path: Path) -> None:
-    cfg = CaptureConfig(
-        out_dir=str(tmp_path),
-        backend="nccl",
-        coll=True,
-        extra_env=(("FOO", "1"), ("NCCL_DEBUG_SUBSYS", "ALL")),
+def test_the_job_gets_runs_evidence_settings_and_its_own(tmp_path: Path) -> None:
+    """capture is run applied to the bundled job: run's plan sets the evidence variables (a shorter
+    dump wait for capture's short timeouts) around the job's own settings; --env wins over both."""
+    out = tmp_path / "o"
+    opts = CaptureOptions(
+        out_dir=out, backend="nccl", coll=True, extra_env=(("FOO", "1"), ("NCCL_DEBUG_SUBSYS", "ALL"))
     )
-    env = job_env(cfg)
-    assert env["NCCL_DEBUG"] == "INFO" and env["TZ"] == "UTC"
+    p, _ = plan(opts, {"PATH": "/usr/bin"})
+    env, root = p.env, out.resolve()
+    assert p.layout.node_dir == root  # one node: into --out itself
+    assert env["NCCL_DEBUG"] == "INFO" and env["TZ"] == "UTC" and env["PATH"] == "/usr/bin"
     assert env["NCCL_DEBUG_SUBSYS"] == "ALL" and env["FOO"] == "1"  # --env wins
+    kept = {c.setting.names[0]: c for c in p.choices if c.action == "kept"}
+    assert set(kept) == {"NCCL_DEBUG_SUBSYS"}
     assert env["NCCL_DEBUG_TIMESTAMP_LEVELS"] == "ALL" and "%6f" in env["NCCL_DEBUG_TIMESTAMP_FORMAT"]
+    assert env["NCCL_DEBUG_FILE"] == str(root / "nccl" / "nccl.%h.%p.log")  # run's, not one per rank
     assert env["TORCH_CPP_LOG_LEVEL"] == "INFO" and env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
     # The watchdog: abort the communicator but keep the process (2 = CleanUpOnly), monitoring on,
     # no blocking wait, and a dump wait that ends well inside torchrun's SIGTERM-to-SIGKILL grace.
     assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "2" and env["TORCH_NCCL_ENABLE_MONITORING"] == "1"
     assert env["TORCH_NCCL_BLOCKING_WAIT"] == "0"
-    assert cfg.timeout_s + int(env["TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"]) / 1000 <= TORCHRUN_GRACE_S / 2
+    wait = next(c for c in p.choices if c.setting.names[0] == "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC")
+    assert wait.action == "set" and "capture" in wait.to_json()["why"]  # type: ignore[operator]
+    assert opts.timeout_s + int(env["TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"]) / 1000 <= TORCHRUN_GRACE_S / 2
     assert int(env["TORCH_FR_BUFFER_SIZE"]) > 0 and int(env["TORCH_NCCL_TRACE_BUFFER_SIZE"]) > 0
-    prefix = str(tmp_path / "flight" / "nccl_trace_rank_")
+    prefix = str(root / "flight" / "nccl_trace_rank_")
     assert env["TORCH_FR_DUMP_TEMP_FILE"] == prefix == env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]
-    assert CaptureConfig.from_env({CONFIG_ENV: env[CONFIG_ENV]}) == cfg
-    no_coll = job_env(CaptureConfig(out_dir=str(tmp_path)))["NCCL_DEBUG_SUBSYS"].split(",")
+    assert CaptureConfig.from_env({CONFIG_ENV: env[CONFIG_ENV]}).out_dir == str(root)
+    # run's torchrun options go right after the module; the worker stays last
+    assert p.launch.torchrun and p.launch.argv[3:5] == ("--log-dir", str(root / ".torchrun"))
+    assert p.launch.argv[-2:] == ("-m", WORKER_MODULE)
+    no_coll = plan(CaptureOptions(out_dir=tmp_path / "n"), {})[0].env["NCCL_DEBUG_SUBSYS"].split(",")
     assert "COLL" not in no_coll and {"INIT", "BOOTSTRAP", "ENV", "NET", "GRAPH", "TUNING"} <= set(no_coll)
 
 
-def test_rank_env_gives_each_rank_its_own_nccl_file_and_faults(tmp_path: Path) -> None:
+def test_the_users_own_environment_wins_over_runs_settings(tmp_path: Path) -> None:
+    p, _ = plan(CaptureOptions(out_dir=tmp_path / "o"), {"NCCL_DEBUG": "WARN"})
+    assert p.env["NCCL_DEBUG"] == "WARN"
+    c = next(c for c in p.choices if c.setting.names[0] == "NCCL_DEBUG")
+    assert c.action == "kept" and c.user == (("NCCL_DEBUG", "WARN"),)
+
+
+def test_rank_env_gives_each_rank_its_faults(tmp_path: Path) -> None:
     cfg = CaptureConfig(out_dir=str(tmp_path), faults=parse_faults(["iface:rank=1,name=lo", "no-p2p"]))
     assert cfg.step_faults is False
     r0, r1 = rank_env(cfg, 0), rank_env(cfg, 1)
-    assert r0["NCCL_DEBUG_FILE"] != r1["NCCL_DEBUG_FILE"] and r1["NCCL_DEBUG_FILE"].endswith("nccl_rank1.log")
-    assert "%" not in r0["NCCL_DEBUG_FILE"]
+    assert "NCCL_DEBUG_FILE" not in r0 and "NCCL_DEBUG_FILE" not in r1  # run sets it, one file per process
     assert "NCCL_SOCKET_IFNAME" not in r0 and r1["GLOO_SOCKET_IFNAME"] == "lo"
     assert r0["NCCL_P2P_DISABLE"] == r1["NCCL_P2P_DISABLE"] == "1"
 
@@ -153,4 +173,26 @@ def test_descendants_finds_grandchildren() -> None:
 def test_run_manifest_keys_are_json(tmp_path: Path) -> None:
     # The config travels to every worker as JSON in one environment variable.
     cfg = CaptureConfig(out_dir=str(tmp_path), faults=parse_faults(["straggler:rank=1,delay_ms=5"]))
-    assert json.loads(job_env(cfg)[CONFIG_ENV])["faults"][0]["delay_ms"] == 5.0
+    assert json.loads(workload_env(cfg)[CONFIG_ENV])["faults"][0]["delay_ms"] == 5.0
+
+
+def test_the_worker_names_its_nccl_file_and_dump_from_runs_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's manifest points at the files run's variables make for this process (or the user's)."""
+    import socket
+
+    from ncclscope.capture.config import Layout
+    from ncclscope.capture.evidence import flight_path, nccl_file
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu7.cluster.example")
+    assert nccl_file(f"{tmp_path}/nccl/nccl.%h.%p.log") == tmp_path / "nccl" / f"nccl.gpu7.{os.getpid()}.log"
+    assert nccl_file(None) is None and nccl_file("") is None
+    lay = Layout(tmp_path)
+    monkeypatch.delenv("TORCH_FR_DUMP_TEMP_FILE", raising=False)
+    monkeypatch.delenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", raising=False)
+    assert flight_path(lay, 3) == tmp_path / "flight" / "nccl_trace_rank_3"
+    monkeypatch.setenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/scratch/old_")  # the user's older name
+    assert flight_path(lay, 3) == Path("/scratch/old_3")
+    monkeypatch.setenv("TORCH_FR_DUMP_TEMP_FILE", "/scratch/fr_")  # PyTorch reads this one first
+    assert flight_path(lay, 3) == Path("/scratch/fr_3")

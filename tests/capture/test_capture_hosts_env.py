@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.capture import CaptureConfig, CaptureOptions, parse_faults, run_capture
-from ncclscope.capture.config import job_env, rank_env
-from ncclscope.capture.launcher import check_options, config_for
+from ncclscope.capture import CaptureConfig, CaptureOptions, parse_faults, plan, run_capture
+from ncclscope.capture.config import rank_env, workload_env
+from ncclscope.capture.launcher import config_for
 from ncclscope.errors import InputError
 
 
@@ -28,7 +28,7 @@ def test_env_wins_over_fault_variables_and_pinned_knobs(tmp_path: Path) -> None:
             ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"),
         ),
     )
-    job = job_env(cfg)
+    job = workload_env(cfg)
     assert job["NCCL_P2P_DISABLE"] == "0" and job["NCCL_SOCKET_IFNAME"] == "ib0"
     assert job["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "3"
     r1 = rank_env(cfg, 1)
@@ -57,9 +57,9 @@ def test_each_node_gets_its_own_directory(tmp_path: Path) -> None:
     # Node a has written its files: node b may still start in the same --out, node a again may not.
     config_for(a).layout.make_dirs()
     (a.host_dir / "logs" / "rank0.log").write_text("x")
-    check_options(b)
-    with pytest.raises(InputError, match="this node's directory"):
-        check_options(a)
+    assert plan(b, {})[0].layout.node_dir == (tmp_path / "cap" / "node-b").resolve()
+    with pytest.raises(InputError, match="node-a: already holds a run"):
+        plan(a, {})
 
 
 def _free_port() -> int:
@@ -114,6 +114,8 @@ def test_two_nodes_share_one_out(tmp_path: Path) -> None:
         "--out",
         str(out),
         "-q",
+        "--no-snapshot",
+        "--no-analyze",
         "--",
         "--master-addr",
         "127.0.0.1",
@@ -132,7 +134,8 @@ def test_two_nodes_share_one_out(tmp_path: Path) -> None:
         node = out / f"{host}.node{n}"
         run = json.loads((node / "capture.json").read_text())
         assert run["returncode"] == 0 and run["node_dir"] == node.name and run["world_size"] == 2
-        assert (node / "logs" / "torchrun.log").exists() and (node / "logs" / f"rank{n}.log").exists()
+        assert (node / "console.log").exists() and (node / "logs" / f"rank{n}.log").exists()
+        assert json.loads((node / "run.json").read_text())["node_dir"] == node.name
         assert json.loads((node / "manifest" / f"rank{n}.json").read_text())["status"] == "completed"
         assert not (node / "logs" / f"rank{1 - n}.log").exists()  # the other node's rank is elsewhere
     assert f"next: ncclscope analyze {out}" in outs[0]

@@ -73,6 +73,7 @@ def layout_run(tmp_path_factory: pytest.TempPathFactory) -> CaptureResult:
             faults=parse_faults(["cuda-error:rank=1"]),
             timeout_s=5.0,
             mesh=parse_mesh("tp=2,dp=2"),
+            snapshot=False,
         )
     )
 

@@ -1,6 +1,7 @@
 """Capture stage, after torchrun exits: manifests a rank left `starting`/`running` (it died by a
 signal it could not catch) are rewritten with what the launcher observed. No torch: torchrun's
-summaries come from the committed CPU captures, the manifests are written here."""
+summaries come from the committed CPU captures, the manifests are written here; the summary is read
+from run's console.log, each line stamped, as it reads from a plain torchrun log."""
 
 from __future__ import annotations
 
@@ -47,9 +48,16 @@ def _manifest(d: Path, rank: int, status: str, pid: int) -> Path:
     return p
 
 
+def _console(text: str) -> str:
+    """The summary as run's console.log holds it: each line stamped with its arrival and stream."""
+    return "".join(
+        f"2026-11-23T01:11:07.{i:06d}Z [stderr] {ln}" for i, ln in enumerate(text.splitlines(True))
+    )
+
+
 def test_settle_rewrites_only_unfinished_manifests(tmp_path: Path) -> None:
-    log = tmp_path / "torchrun.log"
-    log.write_text(SUMMARY)
+    log = tmp_path / "console.log"
+    log.write_text(_console(SUMMARY))
     paths = [
         _manifest(tmp_path, 0, "failed", 500),
         _manifest(tmp_path, 1, "running", 501),
@@ -68,7 +76,7 @@ def test_settle_rewrites_only_unfinished_manifests(tmp_path: Path) -> None:
         and seen["status_before"] == "running"
         and seen["torchrun_returncode"] == 1
     )
-    assert seen["source"] == "logs/torchrun.log" and m[1]["host"] == "node7"  # the rest of the manifest stays
+    assert seen["source"] == "console.log" and m[1]["host"] == "node7"  # the rest of the manifest stays
     assert m[2]["status"] == "lost" and m[2]["launcher_observed"]["status_before"] == "starting"
     assert (
         m[3]["status"] == "exited" and m[3]["exit_code"] == 7 and m[3]["launcher_observed"]["signal"] is None

@@ -126,7 +126,7 @@ def test_nccl_on_this_cpu_box_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_nccl_version_codes_decode_as_nccl_h_builds_them() -> None:
-    from ncclscope.capture.preflight import decode_nccl_version
+    from ncclscope.run.nccl import decode_nccl_version
 
     assert decode_nccl_version(23203) == (2, 32, 3)  # 2.9 on: X*10000 + Y*100 + Z
     assert decode_nccl_version(22809) == (2, 28, 9)
@@ -134,7 +134,7 @@ def test_nccl_version_codes_decode_as_nccl_h_builds_them() -> None:
 
 
 def test_no_loaded_nccl_is_none_not_an_error() -> None:
-    from ncclscope.capture.preflight import loaded_nccl_version
+    from ncclscope.run.nccl import loaded_nccl_version
 
     v = loaded_nccl_version()  # a CPU box has no libnccl loaded; a GPU box gives a release
     assert v is None or (len(v) == 3 and v[0] >= 2)

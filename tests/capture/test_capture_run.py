@@ -1,5 +1,7 @@
 """Capture stage, end to end on the CPU: torchrun + gloo with 2 ranks, a clean run and each
 fault CI checks (straggler, hang, crash), the outer deadline, and `ncclscope analyze` on the output.
+Capture runs through `run`: its console.log, run.json and (for the hang) its node snapshot are checked
+too, and the CLI's own diagnosis once (a crash, which ends fast).
 """
 
 from __future__ import annotations
@@ -8,7 +10,10 @@ import gzip
 import json
 import os
 import pickle
+import re
 import statistics
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +22,7 @@ import pytest
 pytest.importorskip("torch")
 
 from ncclscope.capture import CaptureOptions, CaptureResult, parse_faults, run_capture
-from ncclscope.capture.launcher import KILL_GRACE_S
+from ncclscope.run.supervise import KILL_GRACE_S
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -48,6 +53,8 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Capture
                     backend="gloo",
                     faults=parse_faults(FAULTS[name]),
                     timeout_s=TIMEOUT_S,
+                    # one snapshot is enough (its probes cost CPU that would blur the timing faults)
+                    snapshot=name == "hang",
                 )
             )
         return done[name]
@@ -102,7 +109,13 @@ def test_clean_run(capture: Callable[[str], CaptureResult]) -> None:
         and run["world_size"] == NPROC
         and run["argv"][-1] == "ncclscope.capture.worker"
     )
-    assert (res.out_dir / "logs" / "torchrun.log").exists()
+    console = (res.out_dir / "console.log").read_text()
+    assert re.search(r"^\S+Z \[std(out|err)\] ", console, re.MULTILINE)  # run's stamped tee
+    rec = json.loads((res.out_dir / "run.json").read_text())
+    assert rec["exit_status"] == 0 and rec["node_dir"] == "." and rec["launcher"]["torchrun"] is True
+    wait = next(e for e in rec["env"] if e["names"] == ["TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"])
+    assert wait["value"] == "5000" and "capture" in wait["why"]
+    assert not (res.out_dir / "snapshot.md").exists()
 
 
 def test_straggler_makes_the_others_wait(capture: Callable[[str], CaptureResult]) -> None:
@@ -120,7 +133,8 @@ def test_hang_ends_at_the_process_group_timeout(capture: Callable[[str], Capture
     assert "terminated by SIGTERM" in _log(res, 1)
     assert _manifest(res, 0)["status"] == "failed" and _manifest(res, 1)["status"] == "terminated"
     # The worker runs under torch's elastic @record: torchrun's failure summary holds the real error.
-    assert "Timed out waiting 5000ms" in (res.out_dir / "logs" / "torchrun.log").read_text()
+    assert "Timed out waiting 5000ms" in (res.out_dir / "console.log").read_text()
+    assert "## versions" in (res.out_dir / "snapshot.md").read_text()  # run's node snapshot
     # Rank 1 never entered the collective rank 0 timed out in.
     assert _last_enqueued(res, 1) == _last_enqueued(res, 0) - 1
     assert (res.out_dir / "traces" / "rank1.pt.trace.json.gz").exists()  # written before the fault
@@ -129,7 +143,7 @@ def test_hang_ends_at_the_process_group_timeout(capture: Callable[[str], Capture
 def test_crash_leaves_a_silent_rank(capture: Callable[[str], CaptureResult]) -> None:
     res = capture("crash")
     assert res.returncode != 0 and not res.timed_out
-    launcher = (res.out_dir / "logs" / "torchrun.log").read_text()
+    launcher = (res.out_dir / "console.log").read_text()
     assert "exitcode  : -9" in launcher and "rank      : 1 (local_rank: 1)" in launcher
     progress = [ln for ln in _log(res, 1).splitlines() if "ncclscope-capture" in ln]
     assert "Traceback" not in _log(res, 1) and progress[-1].endswith("rank=1 step=4 begin")
@@ -160,6 +174,7 @@ def test_outer_deadline_ends_a_hang_and_flushes_evidence(tmp_path: Path) -> None
             faults=parse_faults(["hang:rank=1"]),
             timeout_s=300,
             run_timeout_s=deadline,
+            snapshot=False,
         )
     )
     assert res.timed_out and res.elapsed_s < deadline + KILL_GRACE_S + 15
@@ -178,6 +193,30 @@ def test_outer_deadline_ends_a_hang_and_flushes_evidence(tmp_path: Path) -> None
             assert (tmp_path / "o" / "flight" / f"nccl_trace_rank_{rank}").exists()
     assert terminated, "no rank unwound on SIGTERM"
     assert json.loads((tmp_path / "o" / "capture.json").read_text())["timed_out"] is True
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["timed_out"] is True
+
+
+def test_cli_capture_diagnoses_like_run(tmp_path: Path) -> None:
+    """`ncclscope capture` ends as `ncclscope run` does: reports in the run directory and the verdict
+    printed, naming the rank the fault was injected on; its own exit status (0: evidence captured)."""
+    out = tmp_path / "cap"
+    args = ["capture", "--backend", "gloo", "--nproc-per-node", "2", "--timeout", "5", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "ncclscope", *args, "-q", "--no-snapshot", "--inject", "crash:rank=1,code=3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdict = next(ln for ln in done.stderr.splitlines() if "verdict:" in ln)
+    assert verdict.startswith("ncclscope capture: verdict:") and re.search(
+        r"\b[Rr]ank(?:s|\(s\))? 1\b", verdict
+    ), verdict
+    report = json.loads((out / "report.json").read_text())
+    assert report["verdict"]["ranks"] == [1], report["verdict"]
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+    assert (out / "run.json").exists() and (out / "capture.json").exists()
 
 
 def _analyze(out: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:

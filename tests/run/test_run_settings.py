@@ -9,7 +9,7 @@ import pytest
 
 from ncclscope.run.launchers import job_python, plan_launch, torchrun_at
 from ncclscope.run.layout import RunLayout, task_id
-from ncclscope.run.settings import NOT_SET, SETTINGS, elsewhere, env_updates, plan_env
+from ncclscope.run.settings import NOT_SET, SETTINGS, Value, elsewhere, env_updates, plan_env
 
 NODE = "/out/host"
 
@@ -35,6 +35,19 @@ def test_empty_environment_gets_every_setting() -> None:
     assert "COLL" not in env["NCCL_DEBUG_SUBSYS"].split(",")
     assert env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "[rank${rank}]:"  # a script may start torchrun
     assert "{node}" not in "".join(env.values())
+
+
+def test_a_callers_value_replaces_the_default_with_its_reason_and_the_user_still_wins() -> None:
+    wait = Value("TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "5000", "a short job timeout needs a short wait")
+    c = next(c for c in plan_env({}, NODE, values=(wait,)) if c.setting.names[0] == wait.name)
+    assert (c.action, c.value, c.to_json()["why"]) == ("set", "5000", wait.why)
+    default = next(c for c in plan_env({}, NODE) if c.setting.names[0] == wait.name)
+    assert default.value == "15000" and default.to_json()["why"] == default.setting.why
+    mine = {wait.name: "9000"}
+    c = next(c for c in plan_env(mine, NODE, values=(wait,)) if c.setting.names[0] == wait.name)
+    assert (c.action, c.value) == ("kept", "9000")
+    with pytest.raises(ValueError, match="NCCL_NOSUCH"):
+        plan_env({}, NODE, values=(Value("NCCL_NOSUCH", "1", "x"),))
 
 
 def test_the_users_value_wins_and_is_reported_as_kept() -> None:
@@ -140,6 +153,12 @@ def test_one_directory_per_node_and_per_task_when_tasks_share_a_node(
     assert lay.node_dir == (
         Path("/o/gpu-01.cluster") if task is None else Path(f"/o/gpu-01.cluster/task{task}")
     )
+
+
+def test_a_caller_may_name_the_node_directory() -> None:
+    """capture on one node writes into --out itself, on several into <host>.node<N>."""
+    assert RunLayout(Path("/o"), "gpu-01", None, "").node_dir == Path("/o")
+    assert RunLayout(Path("/o"), "gpu-01", None, "gpu-01.node1").manifest == Path("/o/gpu-01.node1/run.json")
 
 
 def test_odd_host_names_stay_inside_the_run_directory() -> None:

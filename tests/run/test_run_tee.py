@@ -9,7 +9,7 @@ import re
 import threading
 from pathlib import Path
 
-from ncclscope.run.tee import MAX_LINE, ConsoleLog, pump
+from ncclscope.run.tee import MAX_LINE, ConsoleLog, pump, unstamped
 
 STAMPED = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z \[(stdout|stderr)\] ")
 
@@ -46,3 +46,9 @@ def test_a_huge_line_is_cut_into_bounded_pieces(tmp_path: Path) -> None:
     _echo, lines = _pump(tmp_path, b"x" * (3 * MAX_LINE + 10) + b"\n")
     assert len(lines) == 4
     assert all(len(STAMPED.sub(b"", ln)) <= MAX_LINE for ln in lines)
+
+
+def test_unstamped_gives_back_the_lines_as_printed(tmp_path: Path) -> None:
+    data = b"  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 501)\n[2026-11-27T20:20:21.000000Z [stdout] x\n"
+    _echo, _lines = _pump(tmp_path, data)
+    assert unstamped((tmp_path / "console.log").read_text()) == data.decode()
