@@ -7,23 +7,13 @@ with the fields the measurement table reads, and every meta has its log.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from judge_meta import check_meta
 
 JUDGE2 = Path(__file__).resolve().parent.parent / "samples" / "judge2"
 LOGS = sorted(JUDGE2.glob("*.log"))
-META_KEYS = {
-    "source_url",
-    "repo",
-    "title",
-    "nccl_version",
-    "failure",
-    "root_cause",
-    "expected_verdict",
-    "why",
-}
 
 
 def test_the_set_is_there_with_its_readme_and_measure_script() -> None:
@@ -38,9 +28,4 @@ def test_every_meta_has_its_log() -> None:
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
 def test_each_sample_has_its_meta(log: Path) -> None:
-    meta = json.loads(log.with_suffix(".meta.json").read_text())
-    assert META_KEYS <= meta.keys()
-    assert meta["source_url"].startswith("https://github.com/")
-    assert meta["source_url"].split("/")[3:5] == meta["repo"].split("/")
-    assert meta["expected_verdict"] and meta["why"] and meta["failure"]
-    assert log.stat().st_size > 0
+    check_meta(log)

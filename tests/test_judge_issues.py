@@ -11,21 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
+from judge_meta import check_meta
 
 from ncclscope.cli import main
 
 JUDGE = Path(__file__).resolve().parent.parent / "samples" / "judge_issues"
 LOGS = sorted(JUDGE.glob("*.log"))
-META_KEYS = {
-    "source_url",
-    "repo",
-    "title",
-    "nccl_version",
-    "failure",
-    "root_cause",
-    "expected_verdict",
-    "why",
-}
 
 
 def test_the_judge_set_is_there() -> None:
@@ -35,10 +26,7 @@ def test_the_judge_set_is_there() -> None:
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
 def test_each_sample_has_its_meta(log: Path) -> None:
-    meta = json.loads(log.with_suffix(".meta.json").read_text())
-    assert META_KEYS <= meta.keys()
-    assert meta["source_url"].startswith("https://github.com/")
-    assert meta["expected_verdict"]
+    check_meta(log)
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ncclscope.hang import build_hang_view
+from ncclscope.hang.classify import HangVerdict
 from ncclscope.parse import read_logs
 
 PAD = " " * 30
@@ -44,6 +45,13 @@ WHAT = [
         "Timeout(ms)=600000) ran for 600020 milliseconds before timing out."
     ),
 ]
+
+
+def _one_verdict(tmp_path: Path, lines: list[str]) -> HangVerdict:
+    p = tmp_path / "paste.log"
+    p.write_text("\n".join(lines) + "\n")
+    [v] = [v for v in build_hang_view(read_logs([str(p)])).verdicts if v.hang_evidence]
+    return v
 
 
 def _timeouts(tmp_path: Path, lines: list[str]) -> list[tuple[int, int, str | None]]:
@@ -98,9 +106,7 @@ NEVER_USED = [
 
 
 def test_a_group_that_never_enqueued_work_points_at_another_group(tmp_path: Path) -> None:
-    p = tmp_path / "paste.log"
-    p.write_text("\n".join(NEVER_USED) + "\n")
-    [v] = [v for v in build_hang_view(read_logs([str(p)])).verdicts if v.hang_evidence]
+    v = _one_verdict(tmp_path, NEVER_USED)
     assert v.klass == "undetermined" and v.seq is None and "outside NCCL" not in v.sentence
     assert "other than PG 0" in v.sentence and v.detectors == (6,)
 
@@ -119,9 +125,7 @@ OBSERVER = [
 
 
 def test_a_rank_that_only_observed_the_signal_is_a_conditional_suspect_not_a_culprit(tmp_path: Path) -> None:
-    p = tmp_path / "paste.log"
-    p.write_text("\n".join(OBSERVER) + "\n")
-    [v] = [v for v in build_hang_view(read_logs([str(p)])).verdicts if v.hang_evidence]
+    v = _one_verdict(tmp_path, OBSERVER)
     assert v.klass == "undetermined" and v.culprits == () and v.seq == 22
     assert "rank(s) 0 only observed the dump signal" in v.reason and "if their logs are whole" in v.reason
 
@@ -147,7 +151,5 @@ PROXY_TEARDOWN = [
 
 
 def test_proxy_relays_of_an_abort_are_no_network_evidence(tmp_path: Path) -> None:
-    p = tmp_path / "paste.log"
-    p.write_text("\n".join(PROXY_TEARDOWN) + "\n")
-    [v] = [v for v in build_hang_view(read_logs([str(p)])).verdicts if v.hang_evidence]
+    v = _one_verdict(tmp_path, PROXY_TEARDOWN)
     assert v.seq == 151 and v.klass != "b" and "network" not in v.sentence
