@@ -1,0 +1,154 @@
+"""Parse stage, the NCCL RAS client's JSON report (`ncclras -f json`, NCCL 2.28.7+).
+
+Written by `jsonWriteHeader`/`jsonWriteRank`/`jsonWriteMissingRank` in `src/ras/client_support.cc`.
+NCCL 2.28.7 and 2.28.9 print a missing rank's `"nvml_dev": N` with no comma before its `"status"`
+object, so every report that names a missing rank is invalid JSON (fixed in 2.29.2). The reader mends
+only that: on `Expecting ',' delimiter` it inserts the one comma where the decoder stopped, a bounded
+number of times, and says so on the report (`repaired`). Anything else that does not decode is a note.
+Line numbers for evidence come from the text: the line of each communicator's `"hash"` and of each
+missing rank's `"rank"`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ncclscope.parse.ncclreports.ras_model import (
+    RasComm,
+    RasCountGroup,
+    RasMissing,
+    RasReport,
+    norm_hash,
+)
+from ncclscope.records import Evidence
+
+MAX_REPAIRS = 4096  # one comma per missing rank; a report names at most a few thousand ranks
+
+
+def looks_like_ras_json(head: bytes) -> bool:
+    return b'"communicators"' in head and (b'"nccl_version"' in head or b'"missing_ranks' in head)
+
+
+def decode_mended(text: str) -> tuple[Any, int]:
+    """The JSON value and the number of commas inserted (the 2.28.7/2.28.9 defect); ValueError otherwise."""
+    fixed = 0
+    while True:
+        try:
+            return json.loads(text), fixed
+        except json.JSONDecodeError as e:
+            if not e.msg.startswith("Expecting ',' delimiter") or fixed >= MAX_REPAIRS:
+                raise ValueError(f"{e.msg} at line {e.lineno}") from None
+            at = e.pos
+            while at > 0 and text[at - 1] in " \t\r\n":
+                at -= 1
+            text = text[:at] + "," + text[at:]
+            fixed += 1
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _lines_of(text: str, pattern: str) -> list[int]:
+    return [text.count("\n", 0, m.start()) + 1 for m in re.finditer(pattern, text)]
+
+
+def _counts(ranks: list[dict[str, Any]], ev: Evidence) -> tuple[RasCountGroup, ...]:
+    """Per collective type whose count differs between ranks: one group per count, every member listed."""
+    ops: dict[str, dict[int, list[int]]] = {}
+    for r in ranks:
+        rank = _int(r.get("rank"))
+        counts = r.get("collective_counts")
+        if rank is None or not isinstance(counts, dict):
+            continue
+        for op, n in counts.items():
+            if _int(n) is not None:
+                ops.setdefault(str(op), {}).setdefault(int(n), []).append(rank)
+    out = []
+    for op, by in ops.items():
+        if len(by) > 1:
+            out += [RasCountGroup(op, c, len(rs), tuple(sorted(rs)), ev) for c, rs in sorted(by.items())]
+    return tuple(out)
+
+
+def _errors(ranks: list[dict[str, Any]]) -> tuple[tuple[int, str], ...]:
+    out = []
+    for r in ranks:
+        st = r.get("status") if isinstance(r.get("status"), dict) else {}
+        rank = _int(r.get("rank"))
+        for key in ("init_state", "async_error"):
+            v = _int(st.get(key)) if isinstance(st, dict) else None
+            if rank is not None and v not in (None, 0, 7):  # 7: ncclInProgress (still initialising)
+                out.append((rank, f"{key} {v}"))
+    return tuple(out)
+
+
+def read_ras_json(path: str, text: str) -> tuple[RasReport | None, str | None]:
+    """(report, None), or (None, why) when the text is not a RAS report that decodes."""
+    try:
+        doc, fixed = decode_mended(text)
+    except (ValueError, RecursionError) as e:
+        return None, f"{path}: an NCCL RAS JSON report that does not decode ({e}); skipped"
+    if not isinstance(doc, dict) or not isinstance(doc.get("communicators"), list):
+        return None, f"{path}: JSON without a RAS `communicators` list; skipped"
+    hash_lines = _lines_of(text, r'"hash"\s*:')
+    missing_lines = iter(_lines_of(text, r'"unresponsive"\s*:'))
+    comms = []
+    for i, c in enumerate(x for x in doc["communicators"] if isinstance(x, dict)):
+        line = hash_lines[i] if i < len(hash_lines) else 0
+        ev = Evidence(path, line, f'"hash": "{c.get("hash")}" size {c.get("size")}'[:300])
+        ranks = [r for r in c.get("ranks") or [] if isinstance(r, dict)]
+        missing = []
+        for m in c.get("missing_ranks") or []:
+            if not isinstance(m, dict) or _int(m.get("rank")) is None:
+                continue
+            st = m.get("status") if isinstance(m.get("status"), dict) else {}
+            assert isinstance(st, dict)
+            ml = next(missing_lines, line)
+            unresp, dead = st.get("unresponsive"), st.get("considered_dead")
+            mev = Evidence(
+                path, ml, f"missing rank {m.get('rank')}: unresponsive {unresp}, considered_dead {dead}"
+            )
+            host = m.get("host")
+            missing.append(
+                RasMissing(
+                    int(m["rank"]),
+                    str(host) if host is not None else None,
+                    _int(m.get("pid")),
+                    unresp if isinstance(unresp, bool) else None,
+                    dead if isinstance(dead, bool) else None,
+                    mev,
+                )
+            )
+        reported = tuple(sorted(r for r in (_int(x.get("rank")) for x in ranks) if r is not None))
+        comms.append(
+            RasComm(
+                norm_hash(str(c.get("hash", ""))),
+                "",
+                _int(c.get("size")),
+                reported,
+                tuple(missing),
+                _counts(ranks, ev),
+                _errors(ranks),
+                ev,
+            )
+        )
+    ras = doc.get("ras") if isinstance(doc.get("ras"), dict) else {}
+    timeouts = _int(ras.get("timeouts_count")) if isinstance(ras, dict) else None
+    version, ts = doc.get("nccl_version"), doc.get("timestamp")
+    mended = (
+        f"inserted {fixed} missing comma(s) (the NCCL 2.28.7/2.28.9 missing-rank defect)" if fixed else None
+    )
+    report = RasReport(
+        path,
+        "json",
+        str(version) if version is not None else None,
+        str(ts) if ts is not None else None,
+        tuple(comms),
+        (),
+        timeouts or 0,
+        mended,
+    )
+    return report, None
