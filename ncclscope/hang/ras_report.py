@@ -81,6 +81,7 @@ def _missing(h: str, seen: list[tuple[RasReport, RasComm]]) -> HangVerdict | Non
         ),
         evidence=(c.evidence, *(m.evidence for m in c.missing[:7])),
         key=h,
+        hosts=tuple(sorted({m.host for m in c.missing if m.host})),
     )
 
 

@@ -3,8 +3,8 @@
 Written by `jsonWriteHeader`/`jsonWriteRank`/`jsonWriteMissingRank` in `src/ras/client_support.cc`.
 NCCL 2.28.7 and 2.28.9 print a missing rank's `"nvml_dev": N` with no comma before its `"status"`
 object, so every report that names a missing rank is invalid JSON (fixed in 2.29.2). The reader mends
-only that: on `Expecting ',' delimiter` it inserts the one comma where the decoder stopped, a bounded
-number of times, and says so on the report (`repaired`). Anything else that does not decode is a note.
+only that: when the text does not decode, one pass inserts the comma after each missing rank's
+`"nvml_dev": N` that a `"status"` key follows on the next line, and the report says so (`repaired`). Anything else that does not decode is a note.
 Line numbers for evidence come from the text: the line of each communicator's `"hash"` and of each
 missing rank's `"rank"`.
 """
@@ -24,7 +24,8 @@ from ncclscope.parse.ncclreports.ras_model import (
 )
 from ncclscope.records import Evidence
 
-MAX_REPAIRS = 4096  # one comma per missing rank; a report names at most a few thousand ranks
+# The defect, exactly: `"nvml_dev": N` then a newline and `"status"` with no comma between (jsonWriteMissingRank).
+_DEFECT = re.compile(r'("nvml_dev"\s*:\s*-?\d+)([ \t]*\r?\n[ \t]*"status"\s*:)')
 
 
 def looks_like_ras_json(head: bytes) -> bool:
@@ -32,19 +33,17 @@ def looks_like_ras_json(head: bytes) -> bool:
 
 
 def decode_mended(text: str) -> tuple[Any, int]:
-    """The JSON value and the number of commas inserted (the 2.28.7/2.28.9 defect); ValueError otherwise."""
-    fixed = 0
-    while True:
-        try:
-            return json.loads(text), fixed
-        except json.JSONDecodeError as e:
-            if not e.msg.startswith("Expecting ',' delimiter") or fixed >= MAX_REPAIRS:
-                raise ValueError(f"{e.msg} at line {e.lineno}") from None
-            at = e.pos
-            while at > 0 and text[at - 1] in " \t\r\n":
-                at -= 1
-            text = text[:at] + "," + text[at:]
-            fixed += 1
+    """The JSON value and the number of commas inserted (the 2.28.7/2.28.9 defect, one pass over the text,
+    only where the text is not valid JSON as it is); ValueError otherwise."""
+    try:
+        return json.loads(text), 0
+    except json.JSONDecodeError:
+        pass
+    mended, fixed = _DEFECT.subn(r"\1,\2", text)
+    try:
+        return json.loads(mended), fixed
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{e.msg} at line {e.lineno}") from None
 
 
 def _int(v: object) -> int | None:
