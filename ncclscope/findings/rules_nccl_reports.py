@@ -108,18 +108,18 @@ def _last_arrivers(insp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.len().alias("n"),
         pl.col("exec_us").min().alias("lo"),
         pl.col("exec_us").max().alias("hi"),
-        pl.col("rank").sort_by("exec_us").first().alias("last"),
-        pl.col("host").sort_by("exec_us").first().alias("host"),
-        pl.col("path").sort_by("exec_us").first().alias("path"),
-        pl.col("line").sort_by("exec_us").first().alias("line"),
-        pl.col("text").sort_by("exec_us").first().alias("text"),
+        pl.col("rank").sort_by("exec_us", "rank").first().alias("last"),
+        pl.col("host").sort_by("exec_us", "rank").first().alias("host"),
+        pl.col("path").sort_by("exec_us", "rank").first().alias("path"),
+        pl.col("line").sort_by("exec_us", "rank").first().alias("line"),
+        pl.col("text").sort_by("exec_us", "rank").first().alias("text"),
     )
     compared = ops.filter(pl.col("n") >= 2)
     total = compared.group_by("comm").agg(pl.len().alias("compared"), pl.col("n").max().alias("ranks_seen"))
     late = compared.filter(
         (pl.col("hi") >= t["ratio"].value * pl.col("lo")) & (pl.col("hi") - pl.col("lo") >= t["gap_us"].value)
     )
-    per = late.group_by("comm", "last").agg(
+    per = late.sort("comm", "sn", "op").group_by("comm", "last", maintain_order=True).agg(
         pl.len().alias("times"),
         (pl.col("hi") - pl.col("lo")).median().alias("gap_us"),
         pl.col("host").first(),
