@@ -119,14 +119,18 @@ def _last_arrivers(insp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     late = compared.filter(
         (pl.col("hi") >= t["ratio"].value * pl.col("lo")) & (pl.col("hi") - pl.col("lo") >= t["gap_us"].value)
     )
-    per = late.sort("comm", "sn", "op").group_by("comm", "last", maintain_order=True).agg(
-        pl.len().alias("times"),
-        (pl.col("hi") - pl.col("lo")).median().alias("gap_us"),
-        pl.col("host").first(),
-        pl.col("path").first(),
-        pl.col("line").first(),
-        pl.col("text").first(),
-        pl.col("op").unique().sort().alias("ops"),
+    per = (
+        late.sort("comm", "sn", "op")
+        .group_by("comm", "last", maintain_order=True)
+        .agg(
+            pl.len().alias("times"),
+            (pl.col("hi") - pl.col("lo")).median().alias("gap_us"),
+            pl.col("host").first(),
+            pl.col("path").first(),
+            pl.col("line").first(),
+            pl.col("text").first(),
+            pl.col("op").unique().sort().alias("ops"),
+        )
     )
     return per.join(total, on="comm").sort("comm", "last"), total
 
