@@ -16,6 +16,9 @@ communicator (`merge_ras`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+
+import polars as pl
 
 from ncclscope.hang.classify import HangVerdict
 from ncclscope.parse.ncclreports.ras_model import RasComm, RasCountGroup, RasReport, norm_hash
@@ -137,3 +140,38 @@ def merge_ras(verdicts: list[HangVerdict], from_reports: list[HangVerdict]) -> l
     keys = {v.key for v in from_reports}
     kept = [v for v in verdicts if not (v.source == "ras" and norm_hash(v.key) in keys)]
     return kept + from_reports
+
+
+def globalize(verdicts: list[HangVerdict], inits: pl.DataFrame) -> list[HangVerdict]:
+    """RAS names a communicator's own ranks. Where the logs hold that communicator's Init lines (NCCL
+    prints the same commHash as `commId 0x…`), each rank becomes the global rank its process holds in
+    the largest communicator the logs show; where they do not, the verdict says the numbers are local."""
+    rows = inits.filter(pl.col("comm_id").is_not_null() & pl.col("rank").is_not_null())
+    rows = rows.filter(pl.col("host").is_not_null() & pl.col("pid").is_not_null())
+    if rows.is_empty():
+        return verdicts
+    rows = rows.with_columns(pl.col("comm_id").map_elements(norm_hash, return_dtype=pl.Utf8).alias("h"))
+    world = rows.sort("nranks", descending=True, nulls_last=True)["h"][0]
+    glob = {
+        (h, p): int(r)
+        for h, p, r in rows.filter(pl.col("h") == world).select("host", "pid", "rank").iter_rows()
+    }
+    out = []
+    for v in verdicts:
+        if v.source != "ras":
+            out.append(v)
+            continue
+        local = {
+            int(r): glob.get((h, p))
+            for r, h, p in rows.filter(pl.col("h") == v.key).select("rank", "host", "pid").iter_rows()
+        }
+        if v.key == world:
+            out.append(v)
+        elif v.culprits and all(local.get(r) is not None for r in v.culprits):
+            mapped = tuple(sorted(int(local[r]) for r in v.culprits))  # type: ignore[arg-type]
+            note = f"RAS's rank(s) {', '.join(map(str, v.culprits))} of this communicator are global {mapped}"
+            out.append(replace(v, culprits=mapped, ranks_seen=(), reason=f"{v.reason}; {note}"))
+        else:
+            why = "RAS numbers the communicator's own ranks; no Init line of it in the logs maps them to global ranks"
+            out.append(replace(v, missing=(*v.missing, why)))
+    return out

@@ -16,7 +16,7 @@ from ncclscope.hang import app as A
 from ncclscope.hang import exits as X
 from ncclscope.hang import progress as H
 from ncclscope.hang.classify import Ctx, HangVerdict, classify_group, ev
-from ncclscope.hang.ras_report import merge_ras, ras_report_verdicts
+from ncclscope.hang.ras_report import globalize, merge_ras, ras_report_verdicts
 from ncclscope.hang.sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.parse.ncclreports.ras_model import RasReport
@@ -92,7 +92,7 @@ def _view(logs: LogFrames, flight: FlightFrames, ras: Sequence[RasReport] = ()) 
         v = X.gloo_verdict(ctx, gloo, known)
         verdicts.extend([v] if v is not None else [])
     verdicts.extend(ras_verdicts(torch))
-    verdicts = merge_ras(verdicts, ras_report_verdicts(ras))
+    verdicts = merge_ras(verdicts, globalize(ras_report_verdicts(ras), logs.inits))
     hang_seen = bool(verdicts) or bool(ctx.died) or _timeout_anywhere(torch)
     coll = H.coll_progress(logs)
     comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}

@@ -167,3 +167,33 @@ def test_a_report_whose_rank_is_in_the_logs_names_it(tmp_path: Path) -> None:
     s = analyze([str(log), str(RAS / "nccl_example_2_30_7_dead.txt")])
     (f,) = [f for f in s.findings if f.id == "ras-dead-process"]
     assert f.ranks == (3,) and f.severity == "error" and "rank 3" in f.title
+
+
+def _init(host: str, pid: int, rank: int, nranks: int, comm: str) -> str:
+    """NCCL 2.2x `Init COMPLETE` line (its `commId` is the commHash RAS prints)."""
+    return (
+        f"{host}:{pid}:{pid + 1} [0] NCCL INFO ncclCommInitRank comm 0x55d1 rank {rank} nranks {nranks} "
+        f"cudaDev 0 nvmlDev 0 busId 41000 commId 0x{comm} - Init COMPLETE\n"
+    )
+
+
+def test_ras_ranks_of_a_sub_communicator_become_global_ranks(tmp_path: Path) -> None:
+    """Comm 00000000000000bb holds global ranks 4 and 5 as its ranks 0 and 1; RAS missing its rank 1 names
+    global rank 5. A communicator the logs do not show keeps RAS's numbers, and says they are local."""
+    for g in range(8):
+        text = _init(f"n{g // 4}", 100 + g, g, 8, "00000000000000aa")
+        if g in (4, 5):
+            text += _init(f"n{g // 4}", 100 + g, g - 4, 2, "00000000000000bb")
+        (tmp_path / f"rank{g}.log").write_text(text)
+    ras = (
+        "Errors\n======\n\n#1-0 (00000000000000bb) INCOMPLETE\n  Missing communicator data from 1 rank\n"
+        "  Rank 1 -- GPU 1 managed by process 105 on node n1\n\n#2-0 (00000000000000cc) INCOMPLETE\n"
+        "  Missing communicator data from 1 rank\n  Rank 1 -- GPU 1 managed by process 999 on node n9\n"
+    )
+    (tmp_path / "ras.txt").write_text(ras)
+    s = analyze([str(tmp_path)])
+    got = {v.key: v for v in s.hang.verdicts if v.source == "ras"}
+    assert got["00000000000000bb"].culprits == (5,)
+    assert "are global (5,)" in got["00000000000000bb"].reason
+    assert got["00000000000000cc"].culprits == (1,)
+    assert any("own ranks" in m for m in got["00000000000000cc"].missing)
