@@ -112,7 +112,8 @@ def _last_arrivers(insp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.col("host").sort_by("exec_us", "rank").first().alias("host"),
         pl.col("path").sort_by("exec_us", "rank").first().alias("path"),
         pl.col("line").sort_by("exec_us", "rank").first().alias("line"),
-        pl.col("text").sort_by("exec_us", "rank").first().alias("text"),
+        pl.col("pid").sort_by("exec_us", "rank").first().alias("pid"),
+        pl.col("exec_us").sort_by("exec_us", "rank").first().alias("own_us"),
     )
     compared = ops.filter(pl.col("n") >= 2)
     total = compared.group_by("comm").agg(pl.len().alias("compared"), pl.col("n").max().alias("ranks_seen"))
@@ -128,7 +129,11 @@ def _last_arrivers(insp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.col("host").first(),
             pl.col("path").first(),
             pl.col("line").first(),
-            pl.col("text").first(),
+            pl.col("pid").first(),
+            pl.col("own_us").first(),
+            pl.col("sn").first(),
+            pl.col("op").first().alias("first_op"),
+            pl.col("hi").first(),
             pl.col("op").unique().sort().alias("ops"),
         )
     )
@@ -155,6 +160,10 @@ def inspector_straggler(ctx: Context) -> Iterable[Finding]:
     t = INSPECTOR_THRESHOLDS
     per, _total = _last_arrivers(insp)
     sizes = insp.group_by("comm").agg(pl.col("n_ranks").max(), pl.col("rank").unique().sort().alias("have"))
+    by_pid = {
+        (str(h), int(p)): int(r)
+        for h, p, r in ctx.ranks.select("host", "pid", "rank").drop_nulls().iter_rows()
+    }
     for row in per.join(sizes, on="comm", how="left").iter_rows(named=True):
         if row["times"] < t["min_ops"].value or row["times"] < t["share"].value * row["compared"]:
             continue
@@ -179,9 +188,18 @@ def inspector_straggler(ctx: Context) -> Iterable[Finding]:
             "started earlier and waited for it. One rank last on most operations holds its group up "
             f"(rank numbers are the communicator's own).{unknown}",
             fix="Look at what that rank does between collectives (data loading, host-side work, a slower GPU "
-            "or CPU, contention on its host); compare its step time with the others' in a profiler trace.",
+            "or CPU, contention on its host); compare its step time with the others' in a profiler trace. "
+            "Where the logs print the same host:pid, the finding names its global rank.",
+            ranks=tuple(r for r in [by_pid.get((row["host"], row["pid"]))] if r is not None),
             hosts=(row["host"],) if row["host"] else (),
-            evidence=(Evidence(str(row["path"]), int(row["line"]), str(row["text"])[:300]),),
+            evidence=(
+                Evidence(
+                    str(row["path"]),
+                    int(row["line"]),
+                    f"Inspector record: {row['first_op']} coll_sn {row['sn']} rank {row['last']} "
+                    f"coll_exec_time_us {row['own_us']:g} (others up to {row['hi']:g})",
+                ),
+            ),
             metrics={
                 "communicator": row["comm"],
                 "rank": row["last"],

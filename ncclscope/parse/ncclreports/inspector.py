@@ -10,6 +10,7 @@ rank's file can lack operations others have (NVIDIA/nccl#1945): a missing record
 sign that the rank did not run the operation. Doubles may be printed as the string "nan".
 
 Memory is bounded: at most `max_records` operation rows are kept over all files; the rest are counted.
+A row keeps the record's fields, not its text (a record is ~400 bytes; `path`/`line` cite it).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ INSPECTOR = {
     "busbw_gbps": pl.Float64,
     "timing": pl.Utf8,  # kernel_gpu | kernel_cpu | collective_cpu
     "dump_us": pl.Int64,
-    "text": pl.Utf8,
 }
 _COLS = list(INSPECTOR)
 
@@ -64,7 +64,7 @@ def _int(v: object) -> int | None:
     return int(f) if f is not None and abs(f) < 2**62 else None
 
 
-def _row(path: str, n: int, raw: str, doc: dict[str, object]) -> tuple[object, ...] | None:
+def _row(path: str, n: int, doc: dict[str, object]) -> tuple[object, ...] | None:
     h, m = doc.get("header"), doc.get("metadata")
     perf, kind = (doc.get("coll_perf"), "coll") if "coll_perf" in doc else (doc.get("p2p_perf"), "p2p")
     if not isinstance(h, dict) or not isinstance(perf, dict):
@@ -92,7 +92,6 @@ def _row(path: str, n: int, raw: str, doc: dict[str, object]) -> tuple[object, .
         _num(perf.get(p + "busbw_gbs")),
         str(perf.get(p + "timing_source")) if perf.get(p + "timing_source") is not None else None,
         _int(m.get("dump_timestamp_us")),
-        raw[:300],
     )
 
 
@@ -110,18 +109,18 @@ class InspectorReader:
             s = raw.strip()
             if not s.startswith("{"):
                 continue
+            if len(self.rows) >= self.max_records:
+                self.dropped += 1  # counted, not decoded: the cap bounds time as well as memory
+                continue
             try:
                 doc = json.loads(s)
             except (ValueError, RecursionError):
                 self.bad[path] = self.bad.get(path, 0) + 1
                 continue
-            row = _row(path, n, s, doc) if isinstance(doc, dict) else None
+            row = _row(path, n, doc) if isinstance(doc, dict) else None
             if row is None:
                 continue  # dump_stats and other records carry no operation
-            if len(self.rows) < self.max_records:
-                self.rows.append(row)
-            else:
-                self.dropped += 1
+            self.rows.append(row)
 
     def frame(self) -> pl.DataFrame:
         if not self.rows:

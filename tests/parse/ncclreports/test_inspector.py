@@ -108,9 +108,21 @@ def test_a_rank_with_no_file_is_unknown(tmp_path: Path) -> None:
 
 def test_bad_lines_are_notes_and_the_row_cap_holds(tmp_path: Path) -> None:
     p = tmp_path / "h0-pid1.log"
-    p.write_text(_rec(0, 1, 10.0) + "\n" + _rec(0, 2, 10.0)[:40] + "\n" + _rec(0, 3, 10.0) + "\n[1]\n")
+    p.write_text(_rec(0, 2, 10.0)[:40] + "\n" + _rec(0, 1, 10.0) + "\n" + _rec(0, 3, 10.0) + "\n[1]\n")
     r = InspectorReader(max_records=1)
     r.add(str(p), enumerate(p.read_text().splitlines(), start=1))
     assert r.frame().height == 1 and r.dropped == 1
     notes = r.notes()
     assert any("not JSON" in n for n in notes) and any("more not read" in n for n in notes)
+
+
+def test_the_straggler_gets_its_global_rank_from_the_logs(tmp_path: Path) -> None:
+    """Inspector's rank is the communicator's own; a log line of the same host:pid names the global rank."""
+    _write(tmp_path, late=1, extra_us=6000.0)
+    (tmp_path / "rank7.log").write_text(
+        "h1:101:102 [0] NCCL INFO ncclCommInitRank comm 0x55d1 rank 7 nranks 8 cudaDev 0 nvmlDev 0 busId 41000 "
+        "commId 0x00000000000000aa - Init COMPLETE\n"
+    )
+    s = analyze([str(tmp_path)])
+    (f,) = [f for f in s.findings if f.id == "inspector-straggler"]
+    assert f.ranks == (7,) and f.hosts == ("h1",)
