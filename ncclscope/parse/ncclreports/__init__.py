@@ -35,6 +35,7 @@ _RAS_TEXT = (
     b"ranks have not launched any operations",
     b"Missing communicator data from",
     b"considered dead (unreachable via the RAS network)",
+    b"] PEER_DEAD: Process ",
 )
 
 

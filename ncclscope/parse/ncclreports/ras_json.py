@@ -22,6 +22,7 @@ from ncclscope.parse.ncclreports.ras_model import (
     RasReport,
     norm_hash,
 )
+from ncclscope.parse.ncclreports.ras_text import MAX_RANK
 from ncclscope.records import Evidence
 
 # The defect, exactly: `"nvml_dev": N` then a newline and `"status"` with no comma between (jsonWriteMissingRank).
@@ -47,7 +48,8 @@ def decode_mended(text: str) -> tuple[Any, int]:
 
 
 def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    """An integer that fits Int64 with room (a hostile report may hold any number)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -(1 << 62) < v < (1 << 62) else None
 
 
 def _lines_of(text: str, pattern: str) -> list[int]:
@@ -60,7 +62,7 @@ def _counts(ranks: list[dict[str, Any]], ev: Evidence) -> tuple[RasCountGroup, .
     for r in ranks:
         rank = _int(r.get("rank"))
         counts = r.get("collective_counts")
-        if rank is None or not isinstance(counts, dict):
+        if rank is None or not 0 <= rank < MAX_RANK or not isinstance(counts, dict):
             continue
         for op, n in counts.items():
             if _int(n) is not None:
@@ -101,7 +103,7 @@ def read_ras_json(path: str, text: str) -> tuple[RasReport | None, str | None]:
         ranks = [r for r in c.get("ranks") or [] if isinstance(r, dict)]
         missing = []
         for m in c.get("missing_ranks") or []:
-            if not isinstance(m, dict) or _int(m.get("rank")) is None:
+            if not isinstance(m, dict) or not 0 <= (_int(m.get("rank")) or -1) < MAX_RANK:
                 continue
             st = m.get("status") if isinstance(m.get("status"), dict) else {}
             assert isinstance(st, dict)

@@ -6,6 +6,9 @@ GPU G`, then per communicator `#G-C (hash) INCOMPLETE` with the missing ranks: `
 managed by process P on node H` (2.26+) or `The missing rank(s): R,…` (2.24/2.25)), then `Warnings`
 (`#G-C (hash) MISMATCH`: per collective type, `N ranks have launched up to operation M` followed by the
 members RAS lists, or `Rank R has launched up to operation M -- …` for a group of one (2.29+)).
+Monitor mode (`ncclras -m`, 2.29+) prints `[%F %T] PEER_DEAD: Process P on node H managing GPU G`
+(`peers.cc`, `rasClientsNotifyEvent`): a dead process. A rank or count too large to be real (a garbled
+report) drops its line.
 Leading indentation and a pasted line's viewer prefix do not matter; lines that are none of these
 are skipped. Only what a line says is recorded: no rank is inferred here.
 """
@@ -46,7 +49,12 @@ _RX = {
     "rank_none": re.compile(r"Rank (\d+) has not launched any operations(?: -- " + _WHO + ")?"),
     "rank_who": re.compile(r"Rank (\d+) -- " + _WHO),
     "timeouts": re.compile(r"Encountered (\d+) communication timeouts?"),
+    # monitor mode (`ncclras -m`, 2.29+): `[%F %T] PEER_DEAD: Process P on node H managing GPU G`
+    "peer_dead": re.compile(r"\[[\d\- :]+\] PEER_DEAD: Process (\d+) on node (\S+) managing GPUs? (.+)$"),
 }
+MAX_RANK = 1 << 20  # a rank above this is a forged or garbled number (NVIDIA/nccl#1762 printed 1057455228)
+MAX_COUNT = 1 << 62  # an operation count that fits Int64 with room
+_NUMBERED = ("group_ops", "group_none", "rank_ops", "rank_none", "rank_who", "comm_missing")
 _PREFIX = re.compile(r"^\s*(?:\d+\s*[|:]\s*)?")  # a viewer's line number pasted in front
 
 
@@ -76,13 +84,24 @@ def _who(m: re.Match[str]) -> tuple[str | None, int | None]:
     return m.groupdict().get("host"), int(pid) if pid else None
 
 
+def _sane(m: re.Match[str]) -> bool:
+    """The line's numbers fit: the first (a rank, or a number of ranks) below MAX_RANK, any other (an
+    operation count, a pid) below MAX_COUNT; a line whose numbers do not is skipped."""
+    nums = [g for g in m.groups() if g and g.isdigit()]
+    return all(len(g) < 20 and int(g) < MAX_COUNT for g in nums) and (not nums or int(nums[0]) < MAX_RANK)
+
+
 def _comm_line(st: _State, c: _Comm, text: str, e: Evidence) -> None:
     """One line inside a `#G-C (hash) …` block."""
+    m0 = next((m for k in _NUMBERED if (m := _RX[k].search(text))), None)
+    if m0 is not None and not _sane(m0):
+        return
     if _RX["comm_missing"].search(text):
         c.sub = "missing"
     elif m := _RX["missing_list"].search(text):
-        for r in re.findall(r"\d+", m.group(1)):
-            c.missing.append(RasMissing(int(r), None, None, None, None, e))
+        for r in re.findall(r"\d+", m.group(1))[:MAX_RANK]:
+            if len(r) < 8 and int(r) < MAX_RANK:
+                c.missing.append(RasMissing(int(r), None, None, None, None, e))
     elif m := _RX["diff_counts"].search(text):
         c.sub, c.op = "counts", m.group(1)
     elif _RX["diff_other"].search(text):
@@ -102,6 +121,10 @@ def _comm_line(st: _State, c: _Comm, text: str, e: Evidence) -> None:
             c.counts[-1] = RasCountGroup(g.op, g.count, g.n, (*g.ranks, int(m.group(1))), g.evidence)
 
 
+def _pid_ok(m: re.Match[str]) -> bool:
+    return len(m.group(1)) < 11
+
+
 def _line(st: _State, text: str, e: Evidence) -> None:
     if st.version is None and (m := _RX["version"].match(text)):
         st.version = m.group(1)
@@ -114,8 +137,10 @@ def _line(st: _State, text: str, e: Evidence) -> None:
         st.where = "job_dead"
     elif _RX["section"].match(text) or text in ("TIMEOUT", "MISMATCH", "ERROR"):
         st.where = ""
-    elif st.where in ("job_incomplete", "job_dead") and (m := _RX["process"].match(text)):
+    elif st.where in ("job_incomplete", "job_dead") and (m := _RX["process"].match(text)) and _pid_ok(m):
         st.processes.append(RasProcess(int(m.group(1)), m.group(2), m.group(3), st.where == "job_dead", e))
+    elif (m := _RX["peer_dead"].search(text)) and _pid_ok(m):
+        st.processes.append(RasProcess(int(m.group(1)), m.group(2), m.group(3).strip(), True, e))
     elif m := _RX["timeouts"].search(text):
         st.timeouts = max(st.timeouts, int(m.group(1)))
     elif st.where == "comm" and st.comms:

@@ -197,3 +197,38 @@ def test_ras_ranks_of_a_sub_communicator_become_global_ranks(tmp_path: Path) -> 
     assert "are global (5,)" in got["00000000000000bb"].reason
     assert got["00000000000000cc"].culprits == (1,)
     assert any("own ranks" in m for m in got["00000000000000cc"].missing)
+
+
+def test_monitor_mode_peer_dead_is_a_dead_process() -> None:
+    """`ncclras -m` (2.29+), as NVIDIA/nccl's ras.rst shows it."""
+    line = "   [2025-12-19 13:07:07] PEER_DEAD: Process 1524345 on node 172.16.64.245 managing GPU 1"
+    head = b"RAS Monitor Mode - watching for peer changes (Ctrl+C to exit)...\n" + line.encode()
+    assert report_kind(head) == "ras_text"
+    rep = _text("RAS Monitor Mode - watching for peer changes (Ctrl+C to exit)...\n" + line)
+    assert rep is not None
+    assert [(p.pid, p.host, p.gpus, p.dead) for p in rep.processes] == [(1524345, "172.16.64.245", "1", True)]
+
+
+def test_garbled_numbers_drop_their_lines_not_the_report() -> None:
+    """NVIDIA/nccl#1762 (2.27.3, a RAS bug fixed in 2.29.2) printed `Rank 1057455228 -- …` for a
+    communicator it had mis-read; such ranks, and counts past Int64, are skipped."""
+    rep = _text(
+        "#2-0 (93d7000200000001) INCOMPLETE\n  Missing communicator data from 255 ranks\n"
+        "  Rank 1057455228 -- GPU 0 managed by process 60004 on node 10.4.109.13\n"
+        "  Rank 3 -- GPU 0 managed by process 60005 on node 10.4.109.13\n"
+        "  The missing ranks: 99999999999999999999999,4\n"
+        "#0-0 (00000000000000ab) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
+        "  3 ranks have launched up to operation 99999999999999999999999\n"
+        "  1 ranks have launched up to operation 7\n"
+    )
+    assert rep is not None
+    comms = {c.hash: c for c in rep.comms}
+    assert [m.rank for m in comms["93d7000200000001"].missing] == [3, 4]
+    assert [g.count for g in comms["00000000000000ab"].counts] == [7]
+    assert ras_report_verdicts([rep])  # still read, still a verdict
+    rep2, why = read_ras_json(
+        "big.json",
+        '{"nccl_version": "x", "communicators": [{"hash": "0x1", "size": 2, "ranks": [], '
+        '"missing_ranks": [{"rank": 123456789012345678901234567890, "status": {}}, {"rank": 1}]}]}',
+    )
+    assert why is None and rep2 is not None and [m.rank for m in rep2.comms[0].missing] == [1]
