@@ -20,7 +20,7 @@ from ncclscope.align.traces import AlignedCollectives
 from ncclscope.frames import LogFrames
 from ncclscope.hang.verdict import HangView
 from ncclscope.parse.flight.read import FlightFrames
-from ncclscope.parse.ncclreports import NcclReports
+from ncclscope.parse.ncclreports.read import NcclReports
 from ncclscope.parse.nccltests.read import NcclTestsFrames
 from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding, Severity, sort_findings

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ncclscope.errors import InputError
 from ncclscope.parse.archive import archive_kind, expand, locate, open_input, shown_name
-from ncclscope.parse.ncclreports import report_kind
+from ncclscope.parse.ncclreports.sniff import report_kind
 from ncclscope.parse.unpack import open_stream
 from ncclscope.parse.walk import Found, walk
 from ncclscope.tuning import DEFAULT, Tuning

@@ -44,15 +44,6 @@ INSPECTOR = {
 _COLS = list(INSPECTOR)
 
 
-def looks_like_inspector(head: bytes) -> bool:
-    start = head.lstrip()[:4096]
-    return (
-        start.startswith(b"{")
-        and b'"header"' in start
-        and (b'"coll_perf"' in head or b'"p2p_perf"' in head or b'"inspector_output_format_version"' in head)
-    )
-
-
 def _num(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None

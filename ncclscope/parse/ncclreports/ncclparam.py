@@ -39,10 +39,6 @@ PARAMS = {
 }
 
 
-def looks_like_ncclparam(head: bytes) -> bool:
-    return MARKER in head or re.search(rb"\n\s+Current value=.* set_by=\S+ default=", head) is not None
-
-
 def _value(v: str) -> str | None:
     return None if v == "<unset>" else v
 

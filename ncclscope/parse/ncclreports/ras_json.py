@@ -29,10 +29,6 @@ from ncclscope.records import Evidence
 _DEFECT = re.compile(r'("nvml_dev"\s*:\s*-?\d+)([ \t]*\r?\n[ \t]*"status"\s*:)')
 
 
-def looks_like_ras_json(head: bytes) -> bool:
-    return b'"communicators"' in head and (b'"nccl_version"' in head or b'"missing_ranks' in head)
-
-
 def decode_mended(text: str) -> tuple[Any, int]:
     """The JSON value and the number of commas inserted (the 2.28.7/2.28.9 defect, one pass over the text,
     only where the text is not valid JSON as it is); ValueError otherwise."""

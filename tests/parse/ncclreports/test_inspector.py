@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from ncclscope.findings import rules_nccl_reports as R
-from ncclscope.parse.ncclreports import read_nccl_reports, report_kind
 from ncclscope.parse.ncclreports.inspector import InspectorReader
+from ncclscope.parse.ncclreports.read import read_nccl_reports
+from ncclscope.parse.ncclreports.sniff import report_kind
 from ncclscope.session import analyze
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "inspector"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ncclscope.parse.inputs import classify_inputs
-from ncclscope.parse.ncclreports import read_nccl_reports
 from ncclscope.parse.ncclreports.ncclparam import env_rows, read_ncclparam
+from ncclscope.parse.ncclreports.read import read_nccl_reports
 from ncclscope.session import analyze
 
 SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "ncclparam" / "ncclparam_l_2_30_7_built.txt"

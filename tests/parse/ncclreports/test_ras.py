@@ -14,9 +14,10 @@ import pytest
 from ncclscope.hang import build_hang_view
 from ncclscope.hang.ras_report import ras_report_verdicts
 from ncclscope.parse.logs.read import read_logs
-from ncclscope.parse.ncclreports import read_nccl_reports, report_kind
 from ncclscope.parse.ncclreports.ras_json import decode_mended, read_ras_json
 from ncclscope.parse.ncclreports.ras_text import read_ras_text
+from ncclscope.parse.ncclreports.read import read_nccl_reports
+from ncclscope.parse.ncclreports.sniff import report_kind
 from ncclscope.session import analyze
 
 RAS = Path(__file__).resolve().parents[3] / "samples" / "ras"
