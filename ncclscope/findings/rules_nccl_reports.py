@@ -97,6 +97,37 @@ def ras_dead_process(ctx: Context) -> Iterable[Finding]:
             )
 
 
+@rule("ras-comm-error", "warning", "NCCL RAS: ranks of a communicator report an NCCL error", "hang")
+def ras_comm_error(ctx: Context) -> Iterable[Finding]:
+    """A communicator whose ranks RAS found in an error state: the text report's `#G-C (hash) ERROR` block
+    (`Initialization/Asynchronous error(s) on N rank(s)`, `Rank R reported E`) or the JSON's non-zero
+    `init_state` (other than 7, still initialising) / `async_error`. A warning: the ranks that report
+    `Remote process error` are usually the survivors of another rank's failure; the error names which."""
+    for rep in ctx.reports.ras:
+        for c in rep.comms:
+            if not c.errors:
+                continue
+            by: dict[str, list[int]] = {}
+            for r, err in c.errors:
+                by.setdefault(err, []).append(r)
+            parts = "; ".join(
+                f"{e} on rank(s) {', '.join(map(str, sorted(set(rs))))}" for e, rs in sorted(by.items())
+            )
+            yield Finding(
+                id="ras-comm-error",
+                severity="warning",
+                title=f"NCCL RAS: communicator {c.hash}: {parts}"[:300],
+                why="RAS collects each rank's ncclCommGetAsyncError and initialisation result: these ranks hold an "
+                "error, so the communicator cannot run collectives. A remote-process error on a rank points at a "
+                "peer that failed first.",
+                fix="Read the cited ranks' logs for the NCCL WARN that set the error; if they report a remote "
+                "error, look for the rank that failed first (a crash, a missing rank in the same report).",
+                ranks=tuple(sorted({r for r, _e in c.errors})),
+                evidence=(c.evidence,),
+                metrics={"communicator": c.hash, "errors": {e: sorted(set(rs)) for e, rs in by.items()}},
+            )
+
+
 def _last_arrivers(insp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(per communicator and rank: operations where it was the last arriver; per communicator: operations
     compared)."""

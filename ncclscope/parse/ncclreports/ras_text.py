@@ -40,9 +40,10 @@ _RX = {
     "comm_missing": re.compile(r"Missing communicator data from (\d+) ranks?$"),
     "missing_list": re.compile(r"The missing ranks?: ([\d, ]+)$"),
     "diff_counts": re.compile(r"Communicator ranks have different (\S+) operation counts"),
-    "diff_other": re.compile(
-        r"Communicator ranks have different status|(?:Initialization|Asynchronous) errors? on"
-    ),
+    "diff_other": re.compile(r"Communicator ranks have different status"),
+    "errors_on": re.compile(r"(Initialization|Asynchronous) errors? on (\d+) ranks?"),
+    "group_err": re.compile(r"(\d+) ranks reported (.+)$"),
+    "rank_err": re.compile(r"Rank (\d+) reported (.+?)(?: -- .*)?$"),
     "group_ops": re.compile(r"(\d+) ranks have launched up to operation (\d+)"),
     "group_none": re.compile(r"(\d+) ranks have not launched any operations"),
     "rank_ops": re.compile(r"Rank (\d+) has launched up to operation (\d+)(?: -- " + _WHO + ")?"),
@@ -54,7 +55,7 @@ _RX = {
 }
 MAX_RANK = 1 << 20  # a rank above this is a forged or garbled number (NVIDIA/nccl#1762 printed 1057455228)
 MAX_COUNT = 1 << 62  # an operation count that fits Int64 with room
-_NUMBERED = ("group_ops", "group_none", "rank_ops", "rank_none", "rank_who", "comm_missing")
+_NUMBERED = ("group_ops", "group_none", "rank_ops", "rank_none", "rank_who", "comm_missing", "rank_err")
 _PREFIX = re.compile(r"^\s*(?:\d+\s*[|:]\s*)?")  # a viewer's line number pasted in front
 
 
@@ -65,7 +66,8 @@ class _Comm:
     ev: Evidence
     missing: list[RasMissing] = field(default_factory=list)
     counts: list[RasCountGroup] = field(default_factory=list)
-    sub: str = ""  # "missing" | "counts" | "other"
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    sub: str = ""  # "missing" | "counts" | "errors" | "other"
     op: str = ""
 
 
@@ -106,6 +108,12 @@ def _comm_line(st: _State, c: _Comm, text: str, e: Evidence) -> None:
         c.sub, c.op = "counts", m.group(1)
     elif _RX["diff_other"].search(text):
         c.sub = "other"
+    elif m := _RX["errors_on"].search(text):
+        c.sub, c.op = "errors", m.group(1).lower()
+    elif c.sub == "errors" and (m := _RX["rank_err"].search(text)):
+        c.errors.append((int(m.group(1)), f"{c.op}: {m.group(2)}"))
+    elif c.sub == "errors" and (m := _RX["group_err"].search(text)):
+        c.errors.append((-1, f"{c.op}: {m.group(2)}"))  # the members follow as `Rank R -- …` lines
     elif c.sub == "counts" and (m := _RX["group_ops"].search(text) or _RX["group_none"].search(text)):
         count = int(m.group(2)) if m.re is _RX["group_ops"] else 0
         c.counts.append(RasCountGroup(c.op, count, int(m.group(1)), (), e))
@@ -116,6 +124,8 @@ def _comm_line(st: _State, c: _Comm, text: str, e: Evidence) -> None:
         if c.sub == "missing":
             host, pid = _who(m)
             c.missing.append(RasMissing(int(m.group(1)), host, pid, None, None, e))
+        elif c.sub == "errors" and c.errors:  # a member of the `N ranks reported E` group above
+            c.errors.append((int(m.group(1)), c.errors[-1][1]))
         elif c.sub == "counts" and c.counts:
             g = c.counts[-1]
             c.counts[-1] = RasCountGroup(g.op, g.count, g.n, (*g.ranks, int(m.group(1))), g.evidence)
@@ -159,8 +169,9 @@ def read_ras_text(path: str, lines: Iterable[tuple[int, str]]) -> RasReport | No
         first = merged.setdefault(c.hash, _Comm(c.hash, c.label, c.ev))
         first.missing += c.missing
         first.counts += c.counts
+        first.errors += [x for x in c.errors if x[0] >= 0]
     comms = tuple(
-        RasComm(c.hash, c.label, None, (), tuple(c.missing), tuple(c.counts), (), c.ev)
+        RasComm(c.hash, c.label, None, (), tuple(c.missing), tuple(c.counts), tuple(c.errors), c.ev)
         for c in merged.values()
     )
     if not comms and not st.processes:

@@ -19,6 +19,9 @@ _RAS_TEXT = (
     b"considered dead (unreachable via the RAS network)",
     b"] PEER_DEAD: Process ",
 )
+_RAS_COMM = re.compile(
+    rb"(?m)^\s*#\d+-\d+ \([0-9a-fA-F]{16}\) (?:OK|ERROR|INCOMPLETE|MISMATCH)"
+)  # `#0-0 (hash) ERROR`
 NCCLPARAM_MARKER = b"=== ncclParam Registry Dump ==="
 _NCCLPARAM_VALUE = re.compile(rb"\n\s+Current value=.* set_by=\S+ default=")
 
@@ -48,6 +51,6 @@ def report_kind(head: bytes) -> str | None:
         return "ras_json"
     if looks_like_ncclparam(head):
         return "ncclparam"
-    if any(m in head for m in _RAS_TEXT):
+    if any(m in head for m in _RAS_TEXT) or _RAS_COMM.search(head):
         return "ras_text"
     return None

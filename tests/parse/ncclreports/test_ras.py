@@ -233,3 +233,30 @@ def test_garbled_numbers_drop_their_lines_not_the_report() -> None:
         '"missing_ranks": [{"rank": 123456789012345678901234567890, "status": {}}, {"rank": 1}]}]}',
     )
     assert why is None and rep2 is not None and [m.rank for m in rep2.comms[0].missing] == [1]
+
+
+def test_error_blocks_name_the_ranks_and_their_error() -> None:
+    """`#G-C (hash) ERROR` then rasClientBreakDownErrors' lines (2.26+ text)."""
+    body = (
+        "Errors\n======\n\n#0-0 (00000000000000ab) ERROR\n  Asynchronous errors on 3 ranks\n"
+        "  2 ranks reported Remote process error\n  Rank 0 -- GPU 0 managed by process 10 on node n0\n"
+        "  Rank 1 -- GPU 1 managed by process 11 on node n0\n"
+        "  Rank 2 reported Unhandled CUDA error -- GPU 2 managed by process 12 on node n0\n"
+    )
+    rep = _text(body)
+    assert rep is not None
+    assert sorted(rep.comms[0].errors) == [
+        (0, "asynchronous: Remote process error"),
+        (1, "asynchronous: Remote process error"),
+        (2, "asynchronous: Unhandled CUDA error"),
+    ]
+
+
+def test_ras_comm_error_finding(tmp_path: Path) -> None:
+    (tmp_path / "ras.txt").write_text(
+        "Errors\n======\n\n#0-0 (00000000000000ab) ERROR\n  Asynchronous error on 1 rank\n"
+        "  Rank 2 reported Unhandled CUDA error -- GPU 2 managed by process 12 on node n0\n"
+    )
+    s = analyze([str(tmp_path / "ras.txt")])
+    (f,) = [f for f in s.findings if f.id == "ras-comm-error"]
+    assert f.ranks == (2,) and "Unhandled CUDA error" in f.title
