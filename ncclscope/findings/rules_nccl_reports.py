@@ -182,9 +182,10 @@ def _gaps(insp: pl.DataFrame, comm: str) -> dict[int, int]:
 @rule("inspector-straggler", "warning", "NCCL Inspector: one rank arrives last at most collectives", "traces")
 def inspector_straggler(ctx: Context) -> Iterable[Finding]:
     """From NCCL Inspector records: per communicator, a rank that is the last to launch (its kernel is
-    the shortest, the others wait in theirs) on at least `min_ops` operations and at least `share` of
-    the operations compared, counting an operation when the slowest kernel took `ratio`× the fastest
-    and `gap_us` more. Ranks without a record of an operation are left out of it (unknown)."""
+    the shortest, the others wait in theirs) on at least `min_ops` (5) operations and at least `share`
+    (half) of the operations compared, counting an operation when the slowest kernel took `ratio` (2×)
+    the fastest and `gap_us` (1 ms) more (`INSPECTOR_THRESHOLDS`, each with its reason). Ranks without a
+    record of an operation are left out of it (unknown)."""
     insp = ctx.reports.inspector
     if insp.is_empty():
         return

@@ -127,3 +127,11 @@ def test_the_straggler_gets_its_global_rank_from_the_logs(tmp_path: Path) -> Non
     s = analyze([str(tmp_path)])
     (f,) = [f for f in s.findings if f.id == "inspector-straggler"]
     assert f.ranks == (7,) and f.hosts == ("h1",)
+
+
+def test_the_rule_documents_its_thresholds() -> None:
+    doc = R.inspector_straggler.__doc__ or ""
+    t = R.INSPECTOR_THRESHOLDS
+    assert f"({int(t['min_ops'].value)})" in doc and f"({t['ratio'].value:g}×)" in doc
+    assert f"({t['gap_us'].value / 1000:g} ms)" in doc and t["share"].value == 0.5 and "(half)" in doc
+    assert all(x.reason for x in t.values())
