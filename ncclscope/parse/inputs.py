@@ -116,7 +116,7 @@ def _kind(path: str, explicit: bool) -> str | None:
     if _is_pickle(head):
         return "dump"
     report = report_kind(head)
-    if report in ("inspector", "ras_json"):  # JSON whatever its name (Inspector writes `*.log`)
+    if report in ("inspector", "ras_json", "ras_events"):  # JSON whatever its name (Inspector writes `*.log`)
         return "report:" + report
     archive = archive_kind(head)
     if archive is not None:  # (a walk leaves wheels, jars and office files alone: zips, not logs)

@@ -19,6 +19,7 @@ from ncclscope.parse.ncclreports.ras_model import (
     RasComm,
     RasCountGroup,
     RasMissing,
+    RasProcess,
     RasReport,
     norm_hash,
 )
@@ -149,3 +150,37 @@ def read_ras_json(path: str, text: str) -> tuple[RasReport | None, str | None]:
         mended,
     )
     return report, None
+
+
+def read_ras_events(path: str, text: str) -> tuple[RasReport | None, str | None]:
+    """Monitor mode in JSON (`ncclras -m -f json`, 2.29+): one object per event, one after another
+    (`rasClientsNotifyEvent`). `PEER_DEAD` with a `peer` host/pid is a dead process; other events
+    (PEER_NEW, trace events that name only an address) are skipped."""
+    dec = json.JSONDecoder()
+    at, procs = 0, list[RasProcess]()
+    lines = iter(_lines_of(text, r'"event"\s*:'))
+    while at < len(text):
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        if at >= len(text):
+            break
+        try:
+            doc, at = dec.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError) as e:
+            why = f"{path}: NCCL RAS monitor events that stop decoding at line {text.count(chr(10), 0, at) + 1} ({e})"
+            return (_events(path, procs), why) if procs else (None, why)
+        line = next(lines, 0)
+        peer = doc.get("peer") if isinstance(doc, dict) else None
+        if isinstance(doc, dict) and doc.get("event") == "PEER_DEAD" and isinstance(peer, dict):
+            pid, host = _int(peer.get("pid")), peer.get("host")
+            if pid is not None and isinstance(host, str):
+                gpus = ",".join(str(g) for g in peer.get("cuda_devs") or [] if isinstance(g, int))
+                ev = Evidence(
+                    path, line, f"[{doc.get('timestamp')}] PEER_DEAD: process {pid} on {host}"[:300]
+                )
+                procs.append(RasProcess(pid, host, gpus, True, ev))
+    return (_events(path, procs), None) if procs else (None, None)
+
+
+def _events(path: str, procs: list[RasProcess]) -> RasReport:
+    return RasReport(path, "json", None, None, (), tuple(procs), 0)

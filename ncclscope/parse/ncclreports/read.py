@@ -21,7 +21,7 @@ from ncclscope.errors import InputError
 from ncclscope.parse.archive import open_input
 from ncclscope.parse.ncclreports.inspector import INSPECTOR, InspectorReader
 from ncclscope.parse.ncclreports.ncclparam import PARAMS, env_rows, read_ncclparam
-from ncclscope.parse.ncclreports.ras_json import read_ras_json
+from ncclscope.parse.ncclreports.ras_json import read_ras_events, read_ras_json
 from ncclscope.parse.ncclreports.ras_model import RAS_ROWS, RasReport, ras_rows
 from ncclscope.parse.ncclreports.ras_text import read_ras_text
 from ncclscope.parse.unpack import open_stream
@@ -93,6 +93,11 @@ def read_nccl_reports(paths: Sequence[tuple[str, str]], tuning: Tuning = DEFAULT
                 notes += [why] if why else []
                 notes += [f"{path}: {rep.repaired}"] if rep is not None and rep.repaired else []
                 ras += [rep] if rep is not None else []
+            elif kind == "ras_events":
+                text, _cut = _text(path, cap)
+                got, why = read_ras_events(path, text)
+                notes += [why] if why else []
+                ras += [got] if got is not None else []
             elif kind == "ras_text":
                 got = read_ras_text(path, _lines(path, cap))
                 ras += [got] if got is not None else []

@@ -43,10 +43,18 @@ def looks_like_ncclparam(head: bytes) -> bool:
     return NCCLPARAM_MARKER in head or _NCCLPARAM_VALUE.search(head) is not None
 
 
+def looks_like_ras_events(head: bytes) -> bool:
+    """`ncclras -m -f json`: `{"timestamp": …, "group": "LIFECYCLE", "event": "PEER_…"`."""
+    return re.search(rb'"group"\s*:\s*"(?:LIFECYCLE|TRACE)",\s*"event"\s*:\s*"PEER_', head) is not None
+
+
 def report_kind(head: bytes) -> str | None:
-    """'inspector' | 'ras_json' | 'ras_text' | 'ncclparam' | None, from a file's first (decompressed) bytes."""
+    """'inspector' | 'ras_json' | 'ras_events' | 'ras_text' | 'ncclparam' | None, from a file's first
+    (decompressed) bytes."""
     if looks_like_inspector(head):
         return "inspector"
+    if head.lstrip().startswith(b"{") and looks_like_ras_events(head):
+        return "ras_events"
     if head.lstrip().startswith(b"{") and looks_like_ras_json(head):
         return "ras_json"
     if looks_like_ncclparam(head):

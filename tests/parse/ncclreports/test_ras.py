@@ -14,7 +14,7 @@ import pytest
 from ncclscope.hang import build_hang_view
 from ncclscope.hang.ras_report import ras_report_verdicts
 from ncclscope.parse.logs.read import read_logs
-from ncclscope.parse.ncclreports.ras_json import decode_mended, read_ras_json
+from ncclscope.parse.ncclreports.ras_json import decode_mended, read_ras_events, read_ras_json
 from ncclscope.parse.ncclreports.ras_text import read_ras_text
 from ncclscope.parse.ncclreports.read import read_nccl_reports
 from ncclscope.parse.ncclreports.sniff import report_kind
@@ -260,3 +260,17 @@ def test_ras_comm_error_finding(tmp_path: Path) -> None:
     s = analyze([str(tmp_path / "ras.txt")])
     (f,) = [f for f in s.findings if f.id == "ras-comm-error"]
     assert f.ranks == (2,) and "Unhandled CUDA error" in f.title
+
+
+def test_monitor_events_in_json() -> None:
+    """`ncclras -m -f json` (2.29+): objects one after another; PEER_DEAD names a dead process, the rest
+    are skipped, and a cut stream keeps what decoded with a note."""
+    one = (RAS / "nccl_docs_2_29_monitor_peer_dead.json").read_text()
+    assert report_kind(one.encode()) == "ras_events"
+    new = one.replace("PEER_DEAD", "PEER_NEW").replace("1524345", "7")
+    rep, why = read_ras_events("m.json", new + one + one[:40])
+    assert rep is not None and why is not None and "stop decoding" in why
+    assert [(p.pid, p.host, p.gpus, p.dead, p.evidence.line) for p in rep.processes] == [
+        (1524345, "172.16.64.245", "1", True, 16)
+    ]
+    assert read_ras_events("n.json", new) == (None, None)
