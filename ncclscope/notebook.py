@@ -202,6 +202,22 @@ class Analysis:
 
         return views.topology_edges(self.session.logs)
 
+    @property
+    def inspector(self) -> pl.DataFrame:
+        """NCCL Inspector records, one row per operation per rank (`parse.ncclreports.inspector`); a
+        missing row means the plugin kept no record of it, not that the rank skipped it."""
+        return self.session.reports.inspector
+
+    @property
+    def ras(self) -> pl.DataFrame:
+        """NCCL RAS reports: missing/dead ranks, ranks at each operation count, listed processes."""
+        return self.session.reports.ras_frame
+
+    @property
+    def nccl_params(self) -> pl.DataFrame:
+        """`ncclparam -l` settings: value, who set it (EnvPlugin | Default), default."""
+        return self.session.reports.params
+
     def _trace_frame(self, name: str) -> pl.DataFrame:
         from ncclscope import schema as S
 
@@ -223,6 +239,9 @@ class Analysis:
             "timeline",
             "hang",
             "topology_edges",
+            "inspector",
+            "ras",
+            "nccl_params",
         ]
 
     # -- findings --------------------------------------------------------------------------------

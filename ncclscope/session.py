@@ -24,6 +24,7 @@ from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.parse.logs.timestamps import distrust_subseconds
+from ncclscope.parse.ncclreports.read import NcclReports, read_nccl_reports
 from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report
 from ncclscope.parse.traces.read import TraceFrames
@@ -54,6 +55,7 @@ class Session:
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables in the inputs
     diagnosis: Diagnosis = field(default_factory=Diagnosis)  # the verdict: causes with their echoes folded
     facts: JobFacts = field(default_factory=JobFacts)  # what the job is, derived once (align.facts)
+    reports: NcclReports = field(default_factory=NcclReports)  # RAS, Inspector, ncclparam (parse.ncclreports)
 
     @property
     def has_errors(self) -> bool:
@@ -77,10 +79,16 @@ def analyze(
     logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()
     logs = distrust_subseconds(logs)  # NCCL 2.26.2 misprints sub-second timestamps
     flight = parse.read_flight(inputs.dumps, tuning=tuning) if inputs.dumps else None
+    # NCCL's own reports: ncclparam's settings join the `set by environment` rows; RAS feeds the hang view.
+    own = read_nccl_reports(inputs.reports, tuning) if inputs.reports else NcclReports()
+    if own.params.height:
+        logs = replace(logs, env=pl.concat([logs.env, own.env], how="vertical_relaxed"))
     # The hang view reads only the logs and dumps: it is built on a thread of its own while the ranks are
     # identified and the other inputs read (Polars releases the GIL in its queries; `Tuning.analysis_threads`).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncclscope-hang") as beside:
-        hang_view = beside.submit(build_hang_view, logs, flight) if tuning.analysis_threads > 1 else None
+        hang_view = (
+            beside.submit(build_hang_view, logs, flight, own.ras) if tuning.analysis_threads > 1 else None
+        )
         ranks, comms = align.identify(logs) if inputs.logs else (S.empty(S.RANKS), S.empty(S.COMMS))
         # nccl-tests output: its table in any text input (read again only where the log reader saw a
         # marker), and `-J` JSON reports, which the classifier sends to the traces.
@@ -96,7 +104,7 @@ def analyze(
         # Logs and traces join on the global rank: hosts from the logs fill in traces that carry none.
         aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
         phase = align.job_phase(logs)
-        hang = hang_view.result() if hang_view is not None else build_hang_view(logs, flight)
+        hang = hang_view.result() if hang_view is not None else build_hang_view(logs, flight, own.ras)
     ctx = Context(
         logs=logs,
         ranks=ranks,
@@ -107,11 +115,20 @@ def analyze(
         phase=phase,
         hang=hang,
         nccltests=nccltests,
+        reports=own,
     )
     ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows))
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
     diagnosis = _diagnose(findings, logs, hang, flight)
-    notes = logs.notes + inputs.notes + _notes(traces) + _notes(aligned) + _notes(flight) + nccltests.notes
+    notes = (
+        logs.notes
+        + inputs.notes
+        + _notes(traces)
+        + _notes(aligned)
+        + _notes(flight)
+        + nccltests.notes
+        + own.notes
+    )
     return Session(
         logs=logs,
         ranks=ranks,
@@ -126,6 +143,7 @@ def analyze(
         nccltests=nccltests,
         diagnosis=diagnosis,
         facts=ctx.job,
+        reports=own,
     )
 
 

@@ -96,4 +96,5 @@ def _stdin_notice(paths: list[str]) -> None:
 
 def _read_anything(s: Session) -> bool:
     flight = s.flight is not None and s.flight.dumps.height > 0
-    return bool(s.logs.inputs) or s.traces is not None or flight or not s.nccltests.is_empty
+    own = bool(s.reports.ras) or s.reports.inspector.height > 0 or s.reports.params.height > 0
+    return bool(s.logs.inputs) or s.traces is not None or flight or not s.nccltests.is_empty or own

@@ -35,7 +35,8 @@ def _log_rows(s: Session) -> int:
 def says_something(s: Session) -> bool:
     """Did any input hold a line, table, trace or dump the analysis understood?"""
     flight = s.flight is not None and s.flight.dumps.height > 0
-    if s.traces is not None or flight or not s.nccltests.is_empty or s.findings:
+    own = bool(s.reports.ras) or s.reports.inspector.height > 0 or s.reports.params.height > 0
+    if s.traces is not None or flight or not s.nccltests.is_empty or s.findings or own:
         return True
     return _log_rows(s) > 0 or s.ranks.height > 0
 

@@ -59,6 +59,7 @@ LOCAL_FAILURES = (
     "shm-exhausted",
     "duplicate-gpu",
     "local-fatal",
+    "ras-dead",
 )
 NETWORK_FAILURES = ("network-failure", "connection-root")
 CONFIG_FAILURES = ("config-fatal",)
@@ -99,6 +100,15 @@ KINDS: tuple[Kind, ...] = (
         11,
         "A rank that died (its own exception, a crash at the end of its log, a signal it did not send "
         "itself) stops every collective of every group it belongs to.",
+    ),
+    Kind(
+        "ras-dead",
+        "ras-dead-process",
+        "cause",
+        11,
+        "NCCL RAS declared a job process dead (60 s unreachable over its own network): like a rank that "
+        "died, it stops every collective of every communicator it belongs to.",
+        severities=("error",),
     ),
     Kind(
         "app-exception",

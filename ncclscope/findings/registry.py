@@ -20,6 +20,7 @@ from ncclscope.align.traces import AlignedCollectives
 from ncclscope.frames import LogFrames
 from ncclscope.hang.verdict import HangView
 from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.ncclreports.read import NcclReports
 from ncclscope.parse.nccltests.read import NcclTestsFrames
 from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding, Severity, sort_findings
@@ -40,6 +41,7 @@ class Context:
     prior: tuple[Finding, ...] = ()  # what the other rules found (given to `post` rules only)
     nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables (parse.nccltests)
     facts: JobFacts | None = None  # what the job is (align.facts); None: derived on first use (tests)
+    reports: NcclReports = field(default_factory=NcclReports)  # RAS, Inspector, ncclparam (parse.ncclreports)
 
     @cached_property
     def init_rows(self) -> pl.DataFrame:
@@ -131,6 +133,7 @@ RULE_MODULES = (
     "rules_init",
     "rules_jobs",
     "rules_iface",
+    "rules_nccl_reports",
     "rules_nccltests",
     "rules_topology",
     "rules_traces",

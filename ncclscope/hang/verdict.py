@@ -6,6 +6,7 @@ lines, the NCCL RAS report, NCCL COLL opCounts. `build_hang_view` is pure: frame
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import polars as pl
@@ -15,8 +16,10 @@ from ncclscope.hang import app as A
 from ncclscope.hang import exits as X
 from ncclscope.hang import progress as H
 from ncclscope.hang.classify import Ctx, HangVerdict, classify_group, ev
+from ncclscope.hang.ras_report import globalize, merge_ras, ras_report_verdicts
 from ncclscope.hang.sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.ncclreports.ras_model import RasReport
 from ncclscope.records import Evidence
 
 # Warnings that point at the network layer under a stuck collective. Not `proxy`: the proxy thread only
@@ -65,12 +68,16 @@ class HangView:
         return tuple(v for v in self.verdicts if v.klass == "c")
 
 
-def build_hang_view(logs: LogFrames, flight: FlightFrames | None = None) -> HangView:
-    """Every stuck collective and dead rank the evidence shows (pure: frames in, view out)."""
-    return _view(logs, flight if flight is not None else FlightFrames())
+def build_hang_view(
+    logs: LogFrames, flight: FlightFrames | None = None, ras: Sequence[RasReport] = ()
+) -> HangView:
+    """Every stuck collective and dead rank the evidence shows (pure: frames in, view out). `ras`: NCCL
+    RAS reports read as files (`parse.ncclreports`); their verdicts replace the log grammar's reading of
+    the same communicator."""
+    return _view(logs, flight if flight is not None else FlightFrames(), ras)
 
 
-def _view(logs: LogFrames, flight: FlightFrames) -> HangView:
+def _view(logs: LogFrames, flight: FlightFrames, ras: Sequence[RasReport] = ()) -> HangView:
     franks = X.file_ranks(logs)
     torch = X.with_file_rank(H.torch_rows(logs), franks)
     progress = pl.concat([H.torch_progress(logs), H.flight_progress(flight)], how="vertical_relaxed")
@@ -88,6 +95,7 @@ def _view(logs: LogFrames, flight: FlightFrames) -> HangView:
         v = X.gloo_verdict(ctx, gloo, known)
         verdicts.extend([v] if v is not None else [])
     verdicts.extend(ras_verdicts(torch))
+    verdicts = merge_ras(verdicts, globalize(ras_report_verdicts(ras), logs.inits))
     hang_seen = bool(verdicts) or bool(ctx.died) or _timeout_anywhere(torch)
     coll = H.coll_progress(logs)
     comm_pg = {c: str(pg) for pg, c, _n in pg_comms(logs, torch).iter_rows() if c}

@@ -3,7 +3,9 @@
 Directories are walked recursively; compressed files (gzip, zstd, xz, bzip2, zlib) are sniffed
 decompressed, and an archive (`.tar*`, `.zip`, told by its bytes) is a directory whose members are
 inputs named `archive!member` (`archive`). Profiler traces (`.json`, `.json.gz` holding `traceEvents`)
-go to `traces`, Flight Recorder pickles (first byte 0x80) to `dumps`, text files to `logs`; anything
+go to `traces`, Flight Recorder pickles (first byte 0x80) to `dumps`, text files to `logs`, NCCL's own
+reports (RAS text/JSON, Inspector JSON lines, `ncclparam -l`; `parse.ncclreports.report_kind`) to
+`reports` (RAS text and ncclparam output stay logs too); anything
 else is skipped and counted in `notes`. A walk never opens a FIFO, socket or device, and never follows
 a symlink (out of the tree, or back into it: `up -> ..`); each is a note, as is a file it cannot read.
 A named FIFO (`<(zcat x.gz)`) is read as a stream; a named device is skipped. `-` is standard input.
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from ncclscope.errors import InputError
 from ncclscope.parse.archive import archive_kind, expand, locate, open_input, shown_name
+from ncclscope.parse.ncclreports.sniff import report_kind
 from ncclscope.parse.unpack import open_stream
 from ncclscope.parse.walk import Found, walk
 from ncclscope.tuning import DEFAULT, Tuning
@@ -59,6 +62,7 @@ class Inputs:
     traces: tuple[str, ...] = ()
     dumps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    reports: tuple[tuple[str, str], ...] = ()  # (path, kind): NCCL's own reports (parse.ncclreports)
 
 
 def _head(path: str, n: int = _SNIFF) -> bytes:
@@ -102,7 +106,8 @@ _COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".zz", ".z")
 
 
 def _kind(path: str, explicit: bool) -> str | None:
-    """'log' | 'trace' | 'dump' | 'zip' | 'tar' | None (skip) for one file."""
+    """'log' | 'trace' | 'dump' | 'zip' | 'tar' | None (skip) for one file; 'report:K' for an NCCL report
+    read only as one, 'log+report:K' for one that is a log too (K: `parse.ncclreports.report_kind`)."""
     name = path
     for ext in _COMPRESSED:
         name = name.removesuffix(ext)
@@ -110,6 +115,9 @@ def _kind(path: str, explicit: bool) -> str | None:
     head = _head(path)
     if _is_pickle(head):
         return "dump"
+    report = report_kind(head)
+    if report in ("inspector", "ras_json", "ras_events"):  # JSON whatever its name (Inspector writes `*.log`)
+        return "report:" + report
     archive = archive_kind(head)
     if archive is not None:  # (a walk leaves wheels, jars and office files alone: zips, not logs)
         return archive if explicit or suffix not in _SKIP_SUFFIXES else None
@@ -120,11 +128,13 @@ def _kind(path: str, explicit: bool) -> str | None:
     if suffix in (".pkl", ".pickle"):
         return "dump" if explicit else None
     if explicit:
-        return "log"
+        return "log+report:" + report if report is not None else "log"
     if suffix in _SKIP_SUFFIXES:
         return None
     if not _is_text(head):
         return None
+    if report is not None:  # RAS text, ncclparam: a report, and a log the grammar reads too
+        return "log+report:" + report
     if suffix in _LOG_SUFFIXES or suffix[1:].isdigit() or b"NCCL" in head:
         return "log"
     return None
@@ -178,6 +188,7 @@ class _Sorted:
         self.by_kind: dict[str, list[str]] = {"log": [], "trace": [], "dump": []}
         self.skipped: list[str] = []
         self.notes: list[str] = []
+        self.reports: list[tuple[str, str]] = []
 
     def add(self, path: str, explicit: bool, depth: int = 0) -> None:
         named = None if path == STDIN or "!" in path and not os.path.lexists(path) else _named(locate(path))
@@ -205,6 +216,12 @@ class _Sorted:
             if not members:
                 self.notes.append(f"{_shown(path)}: an archive with no member to read")
             return
+        if kind is not None and "report:" in kind:
+            kind, report = kind.split(":", 1)
+            self.reports.append((path, report))
+            kind = "log" if kind == "log+report" else kind
+        if kind == "report":
+            return
         self.by_kind.get(kind or "", self.skipped).append(path)
 
 
@@ -226,10 +243,10 @@ def classify_inputs(paths: list[str], tuning: Tuning = DEFAULT) -> Inputs:
         what = "are not logs, traces or dumps"
         notes.insert(0, f"skipped {len(s)} file(s) that {what} ({shown})")
     logs, traces, dumps = (tuple(out.by_kind[k]) for k in ("log", "trace", "dump"))
-    if not (logs or traces or dumps):
+    if not (logs or traces or dumps or out.reports):
         why = f" ({'; '.join(notes)})" if notes else ""
         raise InputError("no log, trace or dump files found in: " + ", ".join(map(_shown, paths)) + why)
-    return Inputs(logs, traces, dumps, tuple(notes))
+    return Inputs(logs, traces, dumps, tuple(notes), tuple(out.reports))
 
 
 def _utf8(path: str) -> bool:

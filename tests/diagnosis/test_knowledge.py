@@ -73,6 +73,11 @@ KIND_CASES: list[Finding] = [
     f("rank-exited", "warning", (1,), CLOSED),
     f("rank-exited", ranks=(0,), exc_type="torch.OutOfMemoryError"),
     f("rank-exited", ranks=(3,)),
+    f(
+        "ras-dead-process",
+        ranks=(3,),
+        ev=Evidence("ras.txt", 13, "Process 3748990 on node node1 managing GPU 3"),
+    ),
     f("rank-exception", ranks=(0,)),
     f("cuda-error"),
     f("nvls-failure"),
