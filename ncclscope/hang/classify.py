@@ -298,9 +298,11 @@ def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:
             "undetermined",
             (),
             "low",
-            f"every rank that reported its progress entered #{s}; rank(s) {fmt_ranks(tuple(quiet))} only "
-            "observed the dump signal and printed no timeout of their own: if their logs are whole, they "
-            "never entered it",
+            (
+                f"every rank that reported its progress entered #{s}; rank(s) {fmt_ranks(tuple(quiet))} only "
+                "observed the dump signal and printed no timeout of their own: if their logs are whole, they "
+                "never entered it"
+            ),
         )
     return (
         "undetermined",
