@@ -127,3 +127,14 @@ def test_the_footer_stands_in_for_rows_when_every_size_is_large(tmp_path: Path) 
     [f] = _low(p)
     assert f.metrics["measured_from"] == "footer" and f.metrics["busbw_gbps"] == 2.83174
     assert "footer's average bus bandwidth" in f.why
+
+
+def test_gdr_off_on_gb10_is_info_not_a_warning(tmp_path: Path) -> None:
+    """DGX Spark (NVIDIA GB10, unified memory) cannot have GPUDirect RDMA: the real run's `GPU Direct RDMA Disabled`
+    lines are info there. The same lines under another GPU model's name stay a warning."""
+    [f] = [f for f in analyze([str(SWITCH)]).findings if f.id == "gdr-disabled"]
+    assert f.severity == "info" and "GB10" in f.why
+    other = tmp_path / "h100.log"
+    other.write_text(SWITCH.read_text().replace("NVIDIA GB10", "NVIDIA H100 80GB HBM3"))
+    [g] = [f for f in analyze([str(other)]).findings if f.id == "gdr-disabled"]
+    assert g.severity == "warning"
