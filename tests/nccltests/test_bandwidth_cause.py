@@ -138,3 +138,21 @@ def test_gdr_off_on_gb10_is_info_not_a_warning(tmp_path: Path) -> None:
     other.write_text(SWITCH.read_text().replace("NVIDIA GB10", "NVIDIA H100 80GB HBM3"))
     [g] = [f for f in analyze([str(other)]).findings if f.id == "gdr-disabled"]
     assert g.severity == "warning"
+
+
+def test_diff_shows_the_ring_plan_change(tmp_path: Path) -> None:
+    good = _with_graph(
+        SWITCH,
+        tmp_path,
+        "Pattern 4, crossNic 0, nChannels 2, bw 24.000000/24.000000, type SYS/PHB, sameChannels 1",
+    )
+    bad = _with_graph(
+        DIRECT,
+        tmp_path,
+        "Pattern 4, crossNic 0, nChannels 1, bw 3.000000/3.000000, type SYS/PHB, sameChannels 1",
+        "NCCL_TOPO_FILE set by environment to /etc/nccl/topo.xml",
+    )
+    d = diff_sessions(analyze([str(good)]), analyze([str(bad)]), a_label="a", b_label="b")
+    (x,) = [x for x in d.differences if x.key == "NCCL ring plan (busbw)"]
+    assert x.a is not None and x.a.startswith("48 GB/s (2 ch × 24 GB/s")
+    assert x.b is not None and x.b.startswith("3 GB/s (1 ch × 3 GB/s")
