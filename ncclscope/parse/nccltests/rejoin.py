@@ -35,7 +35,8 @@ MAX_HOSTS = 256  # host names tried when cutting a glued line (longest first)
 def pieces(df: pl.DataFrame) -> pl.DataFrame:
     """Lines of `df` (line, raw, body) that may be a piece of a cut row (glued ones included)."""
     b = pl.col("body")
-    return df.filter(b.str.contains(GLUED) | b.str.contains(HEAD) | b.str.contains(TAIL))
+    digit = df.filter(b.str.contains(r"^\s*\d"))  # every piece starts with a number: one cheap pass first
+    return digit.filter(b.str.contains(GLUED) | b.str.contains(HEAD) | b.str.contains(TAIL))
 
 
 def cut_glued(df: pl.DataFrame) -> pl.DataFrame:
