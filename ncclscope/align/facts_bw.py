@@ -65,7 +65,13 @@ class RingPlan:
 
     @property
     def per_channel(self) -> float:
-        return self.bw_inter if self.inter else self.bw_intra
+        """NCCL's figure (inter-node beyond 2 nodes, else intra); on exactly 2 nodes the lower of the two, so
+        an intra figure raised above the NIC's (NCCL raises it for trees) never inflates the plan."""
+        if self.inter:
+            return self.bw_inter
+        if self.nnodes == 2:
+            return min(self.bw_intra, self.bw_inter)
+        return self.bw_intra
 
     @property
     def busbw(self) -> float:

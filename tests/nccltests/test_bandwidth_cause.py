@@ -156,3 +156,14 @@ def test_diff_shows_the_ring_plan_change(tmp_path: Path) -> None:
     (x,) = [x for x in d.differences if x.key == "NCCL ring plan (busbw)"]
     assert x.a is not None and x.a.startswith("48 GB/s (2 ch × 24 GB/s")
     assert x.b is not None and x.b.startswith("3 GB/s (1 ch × 3 GB/s")
+
+
+def test_on_two_nodes_the_plan_takes_the_lower_of_the_intra_and_inter_figures(tmp_path: Path) -> None:
+    """An intra figure above the NIC's (48 vs 24 GB/s) would make the plan 48 GB/s and put the healthy 21.99 GB/s
+    run under half of it; the network's 24 GB/s sets a 2-node ring."""
+    p = _with_graph(
+        SWITCH,
+        tmp_path,
+        "Pattern 4, crossNic 0, nChannels 1, bw 48.000000/24.000000, type SYS/PHB, sameChannels 1",
+    )
+    assert _low(p) == []
