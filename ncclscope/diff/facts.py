@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ncclscope.align.facts_bw import ring_plans
 from ncclscope.align.rankmap import transport
 from ncclscope.findings.rules_common import with_rank
 from ncclscope.schema import Schema
@@ -212,7 +213,27 @@ def _topology(s: Session) -> list[pl.DataFrame]:
         gpu=pl.col("gpu_name"),
     )
     out.append(_emit(dev, s, "topology", "GPU", pl.col("gpu"), "rank"))
+    out.append(_plan(s))
     return out
+
+
+def _plan(s: Session) -> pl.DataFrame:
+    """NCCL's ring plan per file (align.facts_bw: nChannels × bw, the busbw its model expects), job-wide."""
+    plans = ring_plans(s.logs).values()
+    rows = [
+        {
+            "path": p.path,
+            "line": p.line,
+            "text": p.text,
+            "host": None,
+            "v": f"{p.busbw:g} GB/s ({p.nchannels} ch × {p.per_channel:g} GB/s, {p.link})",
+        }
+        for p in plans
+    ]
+    schema = {"path": pl.Utf8, "line": pl.Int64, "text": pl.Utf8, "host": pl.Utf8, "v": pl.Utf8}
+    return _emit(
+        pl.DataFrame(rows, schema=schema), s, "topology", "NCCL ring plan (busbw)", pl.col("v"), "job"
+    )
 
 
 def session_facts(s: Session) -> pl.DataFrame:

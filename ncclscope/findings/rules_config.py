@@ -190,13 +190,33 @@ def _socket_if_multi_node(ctx: Context, sock: pl.DataFrame) -> Finding:
     )
 
 
+# GPU models on which GPUDirect RDMA cannot be on, each with its reason: there gdr-disabled is info.
+NO_GDR_GPUS = {
+    "GB10": (
+        "NVIDIA GB10 (DGX Spark) has one unified memory: its GPU allocations cannot be reached by PCIe devices, "
+        "so GPUDirect RDMA (nvidia-peermem, dma-buf) is not supported there (NVIDIA developer forum, "
+        "'DGX Spark GPUDirect RDMA')"
+    ),
+}
+
+
+def _no_gdr_platform(ctx: Context) -> str | None:
+    """The reason GDR cannot be on, when every GPU the inputs name is a model listed in NO_GDR_GPUS."""
+    names = set(ctx.nccltests.devices["gpu_name"].drop_nulls().to_list())
+    hits = {k for n in names for k in NO_GDR_GPUS if k in n}
+    if not names or len(hits) != 1 or not all(any(k in n for k in hits) for n in names):
+        return None
+    return NO_GDR_GPUS[hits.pop()]
+
+
 @rule("gdr-disabled", "warning", "GPUDirect RDMA not used on IB", "config")
 def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : GPU Direct RDMA Disabled for HCA …` (an INFO line), NET/IB channels without `/GDRDMA`,
     or `Connected all rings, use ring PXN x GDR 0`. Warning: GPUDirect RDMA off costs much of the
     inter-node bandwidth (one thread: ~180 → ~10 GB/s). Only on RDMA networks (NET/IB, IBext, RoCE, OFI/EFA)
     and only when inter-node traffic may exist (not on a job the evidence shows on one node): a single-node
-    run or a socket NIC has no GDR to lose."""
+    run or a socket NIC has no GDR to lose. Info, not a warning, when every GPU named is a model that cannot
+    have GDR (NO_GDR_GPUS: NVIDIA GB10)."""
     conn = ctx.logs.connections.filter(
         (transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB")
     )
@@ -215,6 +235,21 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():
         return []
     cited = cite(first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
+    platform = _no_gdr_platform(ctx)
+    if platform is not None:
+        return [
+            make(
+                "gdr-disabled",
+                "info",
+                "GPUDirect RDMA is off, as it must be on this GPU",
+                platform
+                + ". NCCL stages inter-node transfers through host buffers; nothing in the setup can "
+                "turn GDR on.",
+                "Nothing to fix here; compare bandwidth with runs on the same platform only.",
+                cited,
+                ctx,
+            )
+        ]
     some = conn.height > plain.height > 0
     title = (
         "GPUDirect RDMA is used by some ranks but not others"

@@ -36,6 +36,9 @@ FR_HINT = (
 )
 
 
+MAX_LISTED = 16  # silent ranks named in an excerpt's reason
+
+
 @dataclass(frozen=True)
 class HangVerdict:
     """One stuck collective: its class, where it is, who holds it up and how sure we are."""
@@ -100,6 +103,9 @@ class Ctx:
     sizes: dict[str, int] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     mid_line: dict[int, Evidence] = field(default_factory=dict)
+    # every log input is an excerpt (align.facts_inputs: neither the job's start nor its end in it) and no
+    # Flight Recorder dump came with it: a rank absent from it may simply not have been pasted
+    excerpt: bool = False
     flight_ops: pl.DataFrame | None = None
     have_flight: bool = False
     untracked: set[str] = field(default_factory=set)  # dump groups without completion tracking (gloo)
@@ -279,9 +285,10 @@ def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:
             else "the watchdog itself is stuck in a CUDA/NCCL call"
         )
         return "b", (), "medium", f"every rank that reported entered #{s}; {why}"
+    unseen: tuple[int, ...] = ()
     if g.size and g.size <= MAX_GROUP:  # (a size from a forged line may be 2^53: no set of that)
         unseen = tuple(sorted(set(range(g.size)) - g.entered))
-        if unseen and len(unseen) <= max(1, g.size // 4):
+        if unseen and len(unseen) <= max(1, g.size // 4) and not g.ctx.excerpt:
             return (
                 "a",
                 unseen,
@@ -304,11 +311,15 @@ def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:
                 "never entered it"
             ),
         )
+    gap = ""
+    if g.ctx.excerpt:
+        absent = f"rank(s) {fmt_ranks(unseen)} are" if 0 < len(unseen) <= MAX_LISTED else "the others are"
+        gap = f"; the input is an excerpt: {absent} not in it (the suspects only if their logs show no progress)"
     return (
         "undetermined",
         (),
         "low",
-        f"every rank that reported entered #{s}; the others are not in the evidence",
+        f"every rank that reported entered #{s}; the others are not in the evidence{gap}",
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope import schema as S
+from ncclscope.align.facts_inputs import opcount_of
 from ncclscope.frames import LogFrames
 
 COLL_PROGRESS: S.Schema = {
@@ -108,9 +109,11 @@ def coll_progress(logs: LogFrames) -> pl.DataFrame:
 
 def coll_mismatches(logs: LogFrames) -> pl.DataFrame:
     """(comm, op_count) where ranks launched different collectives (op, count or datatype differ).
-    Send/Recv lines and lines without an opCount take no part."""
+    Send/Recv lines and lines without an opCount take no part, and none at all when opCount is no
+    sequence (`align.facts_inputs.opcount_of`: every process printing `opCount 0` on every line, as
+    nccl-tests runs do): one opCount then holds every collective of the run, on every rank alike."""
     procs = logs.coll.procs.explode("seq").filter(pl.col("seq").is_not_null())
-    if procs.is_empty():
+    if procs.is_empty() or opcount_of(logs).value is False:
         return S.empty(MISMATCHES)
     # Ranks printing the same set of pairs agree with each other: each set is looked at once per communicator.
     # A one-rank communicator cannot disagree with itself; NCCL also leaves its opCount at 0.

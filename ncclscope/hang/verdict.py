@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
+from ncclscope.align.facts_inputs import inputs_of
 from ncclscope.frames import LogFrames
 from ncclscope.hang import app as A
 from ncclscope.hang import exits as X
@@ -188,7 +189,14 @@ def _context(
         untracked=H.untracked_groups(flight),
         waiters=waiters,
         size_mismatch=X.size_mismatches(X.gloo_facts(torch)),
+        excerpt=not has_flight and _all_excerpts(logs),
     )
+
+
+def _all_excerpts(logs: LogFrames) -> bool:
+    """Every log input is an excerpt (`align.facts_inputs.inputs_of`: neither start nor end in it)."""
+    inputs = inputs_of(logs)
+    return bool(inputs) and all(i.whole is False for i in inputs)
 
 
 def pg_comms(logs: LogFrames, torch: pl.DataFrame) -> pl.DataFrame:

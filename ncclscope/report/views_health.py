@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ncclscope.align.facts import DATA_PATH_SETTINGS as PATH_SETTINGS
+from ncclscope.align.facts_path import comm_paths
 from ncclscope.align.phase import APP_END
-from ncclscope.align.rankmap import transport
+from ncclscope.align.rankmap import init_rows, transport
 from ncclscope.report.facts import printable
 
 if TYPE_CHECKING:
@@ -110,7 +111,28 @@ def _data_path(s: Session) -> dict[str, Any]:
         "nics": nics[:MAX_LIST],
         "socket_ifaces": ifaces[:MAX_LIST],
         "tuning_lines": tuning.height,
+        "communicators": _per_comm(s),
     }
+
+
+def _per_comm(s: Session) -> list[dict[str, Any]]:
+    """Each communicator's data path (`align.facts_path`: lines attributed to the communicator their process
+    named last), only those with something to say."""
+    out = []
+    for c in comm_paths(s.logs, init_rows(s.logs.inits)):
+        d = {
+            "comm": c.comm,
+            "transports": [{"transport": t, "channels": n} for t, n in c.transports],
+            "coll_channels": list(c.coll_channels),
+            "pxn": list(c.pxn),
+            "gdr_flag": list(c.gdr),
+            "nics": list(c.nics),
+            "algorithms": [{"algorithm": a, "lines": n} for a, n in c.algorithms],
+            "ring_plan": c.ring_plan,
+        }
+        if any(v for k, v in d.items() if k != "comm"):
+            out.append(d)
+    return out
 
 
 def _settings(s: Session) -> list[dict[str, Any]]:
@@ -214,9 +236,30 @@ def _lines(h: dict[str, Any]) -> list[str]:
         extras.append("NICs " + ", ".join(d["nics"]))
     if extras:
         out.append("; ".join(extras))
+    for c in d.get("communicators", [])[:MAX_LIST]:
+        out.append(_comm_line(c))
+    if len(d.get("communicators", [])) > MAX_LIST:
+        out.append(f"… and {len(d['communicators']) - MAX_LIST} more communicators' data paths")
     for st in h["settings"][:MAX_LIST]:
         out.append(f"{st['name']}={st['value']}: {st['changes']}")
     return out
+
+
+def _comm_line(c: dict[str, Any]) -> str:
+    bits = [", ".join(f"{t['transport']} ×{t['channels']}" for t in c["transports"][:4])]
+    if c["coll_channels"]:
+        bits.append("coll channels " + "/".join(map(str, c["coll_channels"])))
+    if c["pxn"] or c["gdr_flag"]:
+        bits.append(
+            f"PXN {'/'.join(map(str, c['pxn'])) or '?'} GDR {'/'.join(map(str, c['gdr_flag'])) or '?'}"
+        )
+    if c["nics"]:
+        bits.append("NICs " + ", ".join(c["nics"]))
+    if c["algorithms"]:
+        bits.append("algorithms " + ", ".join(f"{a['algorithm']} ×{a['lines']}" for a in c["algorithms"][:4]))
+    if c["ring_plan"]:
+        bits.append("ring plan " + c["ring_plan"])
+    return f"communicator {c['comm']} data path: " + "; ".join(b for b in bits if b)
 
 
 def markdown(doc: dict[str, Any]) -> list[str]:

@@ -204,3 +204,23 @@ def test_opcount_that_never_grows_is_a_fact(tmp_path: Path) -> None:
     assert (f.value, f.sure) == (False, "proven") and "opCount 0" in f.how
     grows = analyze([str(DATA / "rocm6074_excerpt_no_complete_rank1.log")]).facts.opcount_sequence
     assert grows.value is True
+
+
+def test_opcount_zero_everywhere_is_no_collective_mismatch(tmp_path: Path) -> None:
+    """ROCm#6074's two ranks with their COLL lines turned into an nccl-tests-like sweep (counts 1, 256, 65536, every
+    line `opCount 0`, composed from its real lines). Before: a 'different collectives at #0' warning with an empty
+    rank list (every size shares opCount 0 on both ranks); now opCount is known to be no sequence and the hang
+    stage compares no positions."""
+    out = []
+    for ln in (DATA / "rocm6074_excerpt_no_complete_rank1.log").read_text().splitlines(keepends=True):
+        if "opCount 1 " in ln:
+            continue
+        out += (
+            [ln.replace("count 1 ", f"count {c} ") for c in (1, 256, 65536)] if "opCount 0 " in ln else [ln]
+        )
+    log = tmp_path / "sweep.log"
+    log.write_text("".join(out))
+    s = analyze([str(log)])
+    assert s.facts.opcount_sequence.value is False
+    assert s.hang.mismatches == ()
+    assert not [f for f in s.findings if f.id == "collective-mismatch"]

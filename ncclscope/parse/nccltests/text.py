@@ -13,6 +13,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.parse.nccltests import patterns
+from ncclscope.parse.nccltests.rejoin import cut_glued, pieces, rejoin
 
 _HEADER_RULES = ("version_line", "test_start", "params", "device", "oob", "avg_bw")
 _I64 = (
@@ -65,11 +66,13 @@ def _result_lines(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def relevant(df: pl.DataFrame) -> pl.DataFrame:
-    """The lines `parse_lines` reads (headers, program names, table rows): what a big input is cut to."""
+    """The lines `parse_lines` reads (headers, program names, table rows and the pieces of rows that NCCL
+    lines cut, glued lines already cut: `rejoin`): what a big input is cut to."""
+    df = cut_glued(df)
     rows = _result_lines(df)
     rows = rows.filter(pl.col("body").str.contains(patterns.anchored("result")))
     named = df.filter(pl.col("raw").str.contains("_perf"))
-    return pl.concat([_heads(df), named, rows]).unique("line", keep="first").sort("line")
+    return pl.concat([_heads(df), named, rows, pieces(df)]).unique("line", keep="first").sort("line")
 
 
 def _rule(df: pl.DataFrame, rule: str) -> pl.DataFrame:
@@ -185,7 +188,9 @@ def parse_text(path: str, text: str) -> TextFrames:
 
 
 def parse_lines(path: str, df: pl.DataFrame) -> TextFrames:
-    """The nccl-tests frames of one file's lines (`lines_frame`, or only its `relevant` lines)."""
+    """The nccl-tests frames of one file's lines (`lines_frame`, or only its `relevant` lines); rows that
+    NCCL lines cut in two are read whole (`rejoin`)."""
+    df = rejoin(cut_glued(df))
     rows = _rule(_result_lines(df), "result")
     heads = _heads(df)
     found = {r: _typed(_rule(heads, r)) for r in _HEADER_RULES}
