@@ -1,7 +1,7 @@
 """Hang stage, verdict: every stuck collective the evidence shows, with class and culprits.
 
-Sources, most specific first: the desync report, Flight Recorder dumps, PyTorch watchdog/status
-lines, the NCCL RAS report, NCCL COLL opCounts. `build_hang_view` is pure: frames in, view out.
+Sources, most specific first: the desync report, Flight Recorder dumps, the Flight Recorder analyzer's
+output (fr_trace), PyTorch watchdog/status lines, the NCCL RAS report, NCCL COLL opCounts. `build_hang_view` is pure: frames in, view out.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ncclscope.hang import app as A
 from ncclscope.hang import exits as X
 from ncclscope.hang import progress as H
 from ncclscope.hang.classify import Ctx, HangVerdict, classify_group, ev
+from ncclscope.hang.frtrace import frtrace_verdicts
 from ncclscope.hang.sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.records import Evidence
@@ -76,7 +77,7 @@ def _view(logs: LogFrames, flight: FlightFrames) -> HangView:
     failed = set(exits.filter(pl.col("exit_code").fill_null(0) != 0)["rank"].drop_nulls().to_list())
     causes = A.app_causes(logs, franks, ends, failed)
     ctx = _context(logs, torch, progress, ends, flight, causes)
-    verdicts: list[HangVerdict] = desync_verdicts(torch)
+    verdicts: list[HangVerdict] = desync_verdicts(torch) + frtrace_verdicts(torch)
     for (key, src), rows in progress.group_by("group", "source", maintain_order=True):
         verdicts.append(classify_group(str(key), str(src), rows, ctx))
     gloo = X.gloo_facts(torch)
@@ -315,7 +316,8 @@ def _with_last_activity(v: HangVerdict, ends: pl.DataFrame) -> HangVerdict:
 def _dedupe(vs: list[HangVerdict]) -> list[HangVerdict]:
     # The desync report is the authority for its group; Flight Recorder beats log lines for the same
     # group and sequence; COLL-line verdicts stand on their own (they key by commId).
-    order = {"desync": 0, "flight": 1, "torch": 2, "ras": 3, "nccl": 4}
+    # The fr_trace analyzer's record is read from the same dumps: the dumps themselves (when given) win.
+    order = {"desync": 0, "flight": 1, "fr_trace": 1.5, "torch": 2, "ras": 3, "nccl": 4}
     seen: set[tuple[str, int | None]] = set()
     out = []
     for v in sorted(vs, key=lambda v: order.get(v.source, 9)):

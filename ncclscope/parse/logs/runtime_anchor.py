@@ -17,5 +17,6 @@ ANCHOR = re.compile(
     r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
     r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
     r"|noticed that process rank|srun: error:|Caught signal|Process name: \[\[|Exit code:"
+    r"|Collective |group info:|Culprit rank"  # the Flight Recorder analyzer's records (fr_trace)
 )
 MAX_CHARS = 20_000  # longer messages are no PyTorch lines

@@ -22,6 +22,7 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
+from ncclscope.parse.logs.frtrace_rows import FrTraceRows
 from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
 
 Row = dict[str, object]
@@ -144,7 +145,7 @@ def _inner(kind: str, detail: str, items: list[Any], **extra: object) -> Row:
     return {**inner, **extra, "kind": kind, "detail": detail}
 
 
-class _ToRow(Transformer[Token, Row]):
+class _ToRow(FrTraceRows, Transformer[Token, Row]):
     """Tree → row dict. Rule names follow the grammar's labelled alternatives."""
 
     # --- line, header, tags -----------------------------------------------------------------
