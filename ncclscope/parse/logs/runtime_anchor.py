@@ -18,5 +18,6 @@ ANCHOR = re.compile(
     r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
     r"|noticed that process rank|srun: error:|Caught signal|Process name: \[\[|Exit code:"
     r"|Collective |group info:|Culprit rank"  # the Flight Recorder analyzer's records (fr_trace)
+    r"|\[TC\]|Operation timed out after"  # torchcomms (torch nightly's nccl2 backend)
 )
 MAX_CHARS = 20_000  # longer messages are no PyTorch lines
