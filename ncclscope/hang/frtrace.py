@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from ncclscope.hang.classify import HangVerdict, ev
+from ncclscope.parse.bounds import RANK_MAX
 
 _HEADS = ("not_joined", "errors", "io_mismatch")
 # Culprit error types that mean "the ranks called different collectives" (types.py MatchState).
@@ -44,7 +45,7 @@ class _Record:
         if r is None:
             return ()
         words = str(r["detail"]).split(prefix, 1)[1].replace(",", " ").replace(";", " ").split()
-        return tuple(sorted({int(w) for w in words if w.isdigit()}))
+        return tuple(sorted({int(w) for w in words if _rank(w)}))
 
     def culprits(self) -> dict[int, str]:
         r = self.first("culprits ")
@@ -53,9 +54,14 @@ class _Record:
         out: dict[int, str] = {}
         for part in str(r["detail"]).removeprefix("culprits ").split("; "):
             rank, _, kind = part.partition(" ")
-            if rank.isdigit():
+            if _rank(rank):
                 out.setdefault(int(rank), kind)
         return out
+
+
+def _rank(word: str) -> bool:
+    """A rank number as torch keeps them (int32); a forged `{99999999999}` is no rank."""
+    return word.isdigit() and len(word) <= 10 and int(word) <= RANK_MAX
 
 
 def _records(rows: list[dict[str, Any]]) -> list[_Record]:

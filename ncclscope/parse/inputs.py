@@ -78,14 +78,15 @@ def _is_trace(path: str, head: bytes) -> bool:
     return b"traceEvents" in head or ".pt.trace" in path
 
 
-def _is_flight_json(head: bytes) -> bool:
+def _is_flight_json(head: bytes, loose: bool = False) -> bool:
     """A Flight Recorder dump written as JSON (torch's `_dump_fr_trace_json`, torchcomms' `dump_json`): one
-    object with a `pg_config` key, or `entries` holding a `profiling_name` (the writers sort the keys, so
-    `entries` comes first), and no `traceEvents`. Told by its bytes, whatever the name: torchcomms names a
-    rank's dump `<prefix><rank>` with no suffix."""
+    object with a `pg_config` key, or an `entries` key and no `traceEvents`. Told by its bytes whatever the
+    name (torchcomms names a rank's dump `<prefix><rank>`, no suffix); without the `.json` suffix (`loose`)
+    `entries` must hold a `profiling_name` too (the writers sort the keys, so `entries` comes first), so a
+    JSON-lines log is not taken for a dump."""
     if head.lstrip()[:1] != b"{" or b"traceEvents" in head:
         return False
-    return b'"pg_config"' in head or (b'"entries"' in head and b'"profiling_name"' in head)
+    return b'"pg_config"' in head or (b'"entries"' in head and (loose or b'"profiling_name"' in head))
 
 
 def _is_pickle(head: bytes) -> bool:
@@ -113,7 +114,7 @@ def _kind(path: str, explicit: bool) -> str | None:
         name = name.removesuffix(ext)
     suffix = Path(name).suffix.lower()
     head = _head(path)
-    if _is_pickle(head) or _is_flight_json(head):
+    if _is_pickle(head) or _is_flight_json(head, loose=suffix == ".json"):
         return "dump"
     archive = archive_kind(head)
     if archive is not None:  # (a walk leaves wheels, jars and office files alone: zips, not logs)

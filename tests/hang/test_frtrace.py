@@ -158,3 +158,13 @@ def test_two_records_in_two_groups(tmp_path: Path) -> None:
 def test_field_lines_without_a_header_are_no_record(tmp_path: Path) -> None:
     p = _write(tmp_path, "missing ranks: {1}\ncollective: nccl:all_reduce\ngroup info: 0:default_pg\n")
     assert _verdicts(p) == []
+
+
+def test_a_forged_rank_beyond_int32_is_no_culprit(tmp_path: Path) -> None:
+    p = _write(
+        tmp_path,
+        "Not all ranks joining collective, sequence number: 99999999999999999999\n"
+        "missing ranks: {3, 99999999999999999999}\nerror msg: Culprit rank 4294967296; Error type: X\n",
+    )
+    (v,) = _verdicts(p)
+    assert v.culprits == (3,) and v.seq is None

@@ -9,19 +9,25 @@ from __future__ import annotations
 CASES: list[tuple[str, dict[str, object]]] = [
     # P1 hard-wrapped by a terminal inside the WorkNCCL record: the fields before the cut are kept
     (
-        "[rank2]:[E424 01:11:21.160832730 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught collective "
-        "operation timeout: WorkNCCL(SeqNum=4, OpTy",
+        (
+            "[rank2]:[E424 01:11:21.160832730 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4, OpTy"
+        ),
         {"kind": "watchdog_timeout", "rank": 2, "seq": 4, "op_type": None, "numel_in": None},
     ),
     (
-        "[E424 01:11:21.160832730 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught collective "
-        "operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112,",
+        (
+            "[E424 01:11:21.160832730 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112,"
+        ),
         {"kind": "watchdog_timeout", "rank": 2, "seq": 4, "op_type": "BROADCAST", "numel_in": 112},
     ),
     # a paste that starts mid-line keeps only the c10 header's tail
     (
-        "` ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: "
-        "WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, Numel",
+        (
+            "` ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, Numel"
+        ),
         {"kind": "watchdog_timeout", "rank": 1, "seq": 4, "op_type": "BROADCAST", "numel_in": 112},
     ),
     # P1 watchdog timeout, every era
