@@ -26,7 +26,9 @@ import polars as pl
 from ncclscope.hang.classify import HangVerdict, ev
 from ncclscope.parse.bounds import RANK_MAX
 
-_HEADS = ("not_joined", "errors", "io_mismatch")
+# `no_dumps` (`We cannot decide … missed FR dumps from ranks ({3})`) is logged on its own line, with no
+# record header: it closes the record before it and gives no verdict (a rank without a dump proves nothing).
+_HEADS = ("not_joined", "errors", "io_mismatch", "no_dumps")
 # Culprit error types that mean "the ranks called different collectives" (types.py MatchState).
 _DESYNC = {"COLLECTIVE_TYPE_MISMATCH", "SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_DTYPE_MISMATCH"}
 _READ = "PyTorch's Flight Recorder analyzer (fr_trace) compared every rank's dump"
@@ -76,6 +78,8 @@ def _records(rows: list[dict[str, Any]]) -> list[_Record]:
 
 def _verdict(rec: _Record) -> HangVerdict | None:
     head = str(rec.head["detail"]).split(" ", 1)[0]
+    if head == "no_dumps":
+        return None
     group = rec.first("group") or rec.head
     pg, desc = group.get("pg_name"), group.get("pg_desc")
     op = next((r["op_type"] for r in [rec.head, *rec.rows] if r.get("op_type")), None)

@@ -168,3 +168,16 @@ def test_a_forged_rank_beyond_int32_is_no_culprit(tmp_path: Path) -> None:
     )
     (v,) = _verdicts(p)
     assert v.culprits == (3,) and v.seq is None
+
+
+def test_a_missing_dumps_line_closes_the_record_before_it() -> None:
+    """2.13 logs `We cannot decide …` alone (no header): it is no part of the record above, and no verdict."""
+    from ncclscope.hang.frtrace import _records, _verdict
+
+    rows = [
+        {"detail": d, "path": "x", "line": i, "text": d, "seq": 5 if i == 1 else None}
+        for i, d in enumerate(["not_joined", "group", "no_dumps 3", "missing 7"], start=1)
+    ]
+    recs = _records(rows)
+    assert [[r["detail"] for r in rec.rows] for rec in recs] == [["group"], ["missing 7"]]
+    assert _verdict(recs[1]) is None
