@@ -45,7 +45,7 @@ class HangVerdict:
 
     klass: str
     group: str  # "PG 0 (default_pg)", "comm 0x…", "RAS comm …"
-    source: str  # torch | flight | nccl | ras | desync
+    source: str  # torch | flight | fr_trace | nccl | ras | desync
     op: str | None = None
     seq: int | None = None  # PyTorch SeqNum / FR collective_seq_id / NCCL opCount / RAS operation
     culprits: tuple[int, ...] = ()

@@ -24,6 +24,8 @@ import re
 
 import polars as pl
 
+from ncclscope.parse.bounds import int_in
+
 # Linux signal numbers (signal(7)), as OpenMPI and UCX print them.
 SIGNALS: dict[int, str] = {
     1: "SIGHUP",
@@ -135,5 +137,7 @@ def crash_exits(torch: pl.DataFrame) -> pl.DataFrame:
         "line": pl.Int64,
         "text": pl.Utf8,
     }
+    for row in rows:  # a forged `Exit code: -9223372036854775809` (beyond 64 bits) is read as unknown
+        row.update({k: int_in(row[k]) for k in ("rank", "exit_code", "pid") if row[k] is not None})
     out = pl.DataFrame(rows, schema=schema).select(_COLS)
     return out.unique("rank", keep="first", maintain_order=True)

@@ -1,7 +1,7 @@
 """Hang stage, verdict: every stuck collective the evidence shows, with class and culprits.
 
-Sources, most specific first: the desync report, Flight Recorder dumps, PyTorch watchdog/status
-lines, the NCCL RAS report, NCCL COLL opCounts. `build_hang_view` is pure: frames in, view out.
+Sources, most specific first: the desync report, Flight Recorder dumps, the Flight Recorder analyzer's
+output (fr_trace), PyTorch watchdog/status lines, the NCCL RAS report, NCCL COLL opCounts. `build_hang_view` is pure: frames in, view out.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ncclscope.hang import app as A
 from ncclscope.hang import exits as X
 from ncclscope.hang import progress as H
 from ncclscope.hang.classify import Ctx, HangVerdict, classify_group, ev
+from ncclscope.hang.frtrace import frtrace_verdicts
 from ncclscope.hang.ras_report import globalize, merge_ras, ras_report_verdicts
 from ncclscope.hang.sources import coll_verdicts, desync_verdicts, ras_verdicts
 from ncclscope.parse.flight.read import FlightFrames
@@ -87,7 +88,7 @@ def _view(logs: LogFrames, flight: FlightFrames, ras: Sequence[RasReport] = ()) 
     failed = set(exits.filter(pl.col("exit_code").fill_null(0) != 0)["rank"].drop_nulls().to_list())
     causes = A.app_causes(logs, franks, ends, failed)
     ctx = _context(logs, torch, progress, ends, flight, causes)
-    verdicts: list[HangVerdict] = desync_verdicts(torch)
+    verdicts: list[HangVerdict] = desync_verdicts(torch) + frtrace_verdicts(torch)
     for (key, src), rows in progress.group_by("group", "source", maintain_order=True):
         verdicts.append(classify_group(str(key), str(src), rows, ctx))
     gloo = X.gloo_facts(torch)
@@ -334,7 +335,8 @@ def _with_last_activity(v: HangVerdict, ends: pl.DataFrame) -> HangVerdict:
 def _dedupe(vs: list[HangVerdict]) -> list[HangVerdict]:
     # The desync report is the authority for its group; Flight Recorder beats log lines for the same
     # group and sequence; COLL-line verdicts stand on their own (they key by commId).
-    order = {"desync": 0, "flight": 1, "torch": 2, "ras": 3, "nccl": 4}
+    # The fr_trace analyzer's record is read from the same dumps: the dumps themselves (when given) win.
+    order = {"desync": 0, "flight": 1, "fr_trace": 1.5, "torch": 2, "ras": 3, "nccl": 4}
     seen: set[tuple[str, int | None]] = set()
     out = []
     for v in sorted(vs, key=lambda v: order.get(v.source, 9)):

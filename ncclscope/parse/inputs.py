@@ -3,9 +3,9 @@
 Directories are walked recursively; compressed files (gzip, zstd, xz, bzip2, zlib) are sniffed
 decompressed, and an archive (`.tar*`, `.zip`, told by its bytes) is a directory whose members are
 inputs named `archive!member` (`archive`). Profiler traces (`.json`, `.json.gz` holding `traceEvents`)
-go to `traces`, Flight Recorder pickles (first byte 0x80) to `dumps`, text files to `logs`, NCCL's own
-reports (RAS text/JSON, Inspector JSON lines, `ncclparam -l`; `parse.ncclreports.report_kind`) to
-`reports` (RAS text and ncclparam output stay logs too); anything
+go to `traces`, Flight Recorder pickles (first byte 0x80) and JSON dumps (by their keys, any name) to
+`dumps`, text files to `logs`, NCCL's own reports (RAS text/JSON, Inspector JSON lines, `ncclparam -l`;
+`parse.ncclreports.report_kind`) to `reports` (RAS text and ncclparam output stay logs too); anything
 else is skipped and counted in `notes`. A walk never opens a FIFO, socket or device, and never follows
 a symlink (out of the tree, or back into it: `up -> ..`); each is a note, as is a file it cannot read.
 A named FIFO (`<(zcat x.gz)`) is read as a stream; a named device is skipped. `-` is standard input.
@@ -82,9 +82,15 @@ def _is_trace(path: str, head: bytes) -> bool:
     return b"traceEvents" in head or ".pt.trace" in path
 
 
-def _is_flight_json(head: bytes) -> bool:
-    """A Flight Recorder dump written as JSON: `pg_config` / `entries` keys and no `traceEvents`."""
-    return b"traceEvents" not in head and (b'"pg_config"' in head or b'"entries"' in head)
+def _is_flight_json(head: bytes, loose: bool = False) -> bool:
+    """A Flight Recorder dump written as JSON (torch's `_dump_fr_trace_json`, torchcomms' `dump_json`): one
+    object with a `pg_config` key, or an `entries` key and no `traceEvents`. Told by its bytes whatever the
+    name (torchcomms names a rank's dump `<prefix><rank>`, no suffix); without the `.json` suffix (`loose`)
+    `entries` must hold a `profiling_name` too (the writers sort the keys, so `entries` comes first), so a
+    JSON-lines log is not taken for a dump."""
+    if head.lstrip()[:1] != b"{" or b"traceEvents" in head:
+        return False
+    return b'"pg_config"' in head or (b'"entries"' in head and (loose or b'"profiling_name"' in head))
 
 
 def _is_pickle(head: bytes) -> bool:
@@ -113,7 +119,7 @@ def _kind(path: str, explicit: bool) -> str | None:
         name = name.removesuffix(ext)
     suffix = Path(name).suffix.lower()
     head = _head(path)
-    if _is_pickle(head):
+    if _is_pickle(head) or _is_flight_json(head, loose=suffix == ".json"):
         return "dump"
     report = report_kind(head)
     if report in ("inspector", "ras_json", "ras_events"):  # JSON whatever its name (Inspector writes `*.log`)
@@ -122,8 +128,6 @@ def _kind(path: str, explicit: bool) -> str | None:
     if archive is not None:  # (a walk leaves wheels, jars and office files alone: zips, not logs)
         return archive if explicit or suffix not in _SKIP_SUFFIXES else None
     if suffix == ".json":
-        if _is_flight_json(head):
-            return "dump"
         return "trace" if explicit or _is_trace(path, head) else None
     if suffix in (".pkl", ".pickle"):
         return "dump" if explicit else None

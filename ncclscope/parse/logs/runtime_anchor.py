@@ -17,6 +17,8 @@ ANCHOR = re.compile(
     r"|Traceback \(most|exception occurred:|following exception:|terminated with|Terminating process|traceback +:"
     r"|(?:Error|Exception|KeyboardInterrupt|SystemExit)(?::|\s*$)|GLOBAL_RANK"
     r"|noticed that process rank|srun: error:|Caught signal|Process name: \[\[|Exit code:"
+    r"|Collective |group info:|Culprit rank"  # the Flight Recorder analyzer's records (fr_trace)
+    r"|\[TC\]|Operation timed out after"  # torchcomms (torch nightly's nccl2 backend)
 )
 MAX_CHARS = 20_000  # longer messages are no PyTorch lines
 # A WorkNCCL record cut at the line's end (a terminal hard-wrap: `…WorkNCCL(SeqNum=53` / `2339, …) ran for`):

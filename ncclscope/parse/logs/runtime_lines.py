@@ -22,7 +22,9 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
+from ncclscope.parse.logs.frtrace_rows import FrTraceRows
 from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
+from ncclscope.parse.logs.torchcomms_rows import TorchCommsRows
 
 Row = dict[str, object]
 COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)
@@ -144,7 +146,7 @@ def _inner(kind: str, detail: str, items: list[Any], **extra: object) -> Row:
     return {**inner, **extra, "kind": kind, "detail": detail}
 
 
-class _ToRow(Transformer[Token, Row]):
+class _ToRow(FrTraceRows, TorchCommsRows, Transformer[Token, Row]):
     """Tree → row dict. Rule names follow the grammar's labelled alternatives."""
 
     # --- line, header, tags -----------------------------------------------------------------
