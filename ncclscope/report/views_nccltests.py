@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ncclscope.report.section import Section
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -132,3 +134,19 @@ def terminal(doc: dict[str, Any], con: Console) -> None:
         for row in r["rows"][-TERMINAL_ROWS:]:
             t.add_row(*(rich_escape(c) for c in _cells(row)))
         con.print(t)
+
+
+def _html(doc: dict[str, Any], _figures: dict[str, str]) -> str:
+    return html(doc)
+
+
+SECTION = Section(
+    "nccltests",
+    lambda s, _p: section(s),
+    "nccl-tests runs: bus bandwidth per size",
+    title="nccl-tests",
+    menu="nccl-tests",
+    markdown=markdown,
+    html=_html,
+    terminal=terminal,
+)
