@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ncclscope.report import sections, views_verdict
 from ncclscope.report.section import Document, Provenance, Section
 from ncclscope.report.sections import SECTIONS, evidence_summary  # re-exported
@@ -38,7 +40,12 @@ def verdict(s: Session) -> str:
 def build(s: Session, prov: Provenance | None = None) -> Document:
     """The report document: the data of every section of `report.sections.SECTIONS`, in order."""
     made = prov or Provenance()
-    return {sec.key: sec.build(s, made) for sec in sections.SECTIONS if sec.build is not None}
+    return {sec.key: _tree(sec.build(s, made)) for sec in sections.SECTIONS if sec.build is not None}
+
+
+def _tree(data: object) -> object:
+    """A section's data as the document's JSON-like tree (typed data is stored by its fields, in order)."""
+    return msgspec.to_builtins(data) if isinstance(data, msgspec.Struct) else data
 
 
 def _json_verdict(v: Document) -> Document:

@@ -10,7 +10,7 @@ import re
 import pytest
 from rich.console import Console
 
-from ncclscope.report import document_for, render, sections, terminal
+from ncclscope.report import Options, document_for, render, sections, terminal
 from ncclscope.report.section import Section
 
 from .conftest import HOSTS, make_session
@@ -80,3 +80,15 @@ def test_the_menu_lists_every_block_with_a_label() -> None:
     labelled = {sec.element_id for sec in sections.SECTIONS if sec.menu}
     assert linked == [b for b in blocks if b in labelled]
     assert {"findings", "hang", "ranks", "provenance"} <= set(linked)
+
+
+def test_environment_data_is_typed_and_survives_the_document_and_redaction() -> None:
+    from ncclscope.report import section_environment as env
+    from ncclscope.report.section import Provenance
+
+    s = make_session()
+    data = env.build(s, Provenance())
+    assert isinstance(data, env.Environment) and data.shape.processes == s.ranks.height
+    assert env.of(document_for(s)) == data  # stored as a tree, read back typed, nothing lost
+    redacted = env.of(document_for(s, Options(redact=True)))
+    assert redacted.shape == data.shape and len(redacted.env) == len(data.env)
