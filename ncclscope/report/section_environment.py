@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from ncclscope.session import Session
 
 
-class Count(msgspec.Struct, frozen=True):
+class Count(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One value and how many processes printed it."""
 
     value: str
     count: int
 
 
-class Setting(msgspec.Struct, frozen=True):
+class Setting(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A version, transport or variable: its values, most common first; `mixed` when ranks differ."""
 
     name: str
@@ -36,14 +36,14 @@ class Setting(msgspec.Struct, frozen=True):
     mixed: bool
 
 
-class Shape(msgspec.Struct, frozen=True):
+class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ranks: int
     processes: int
     hosts: int
     communicators: int
 
 
-class Environment(msgspec.Struct, frozen=True):
+class Environment(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The environment fingerprint: job shape, versions, transports and NCCL_* settings."""
 
     shape: Shape

@@ -1,13 +1,16 @@
 """Report stage, provenance section: how the report was made (version, command, coverage, redaction) and
 what was read (inputs summarised per directory, collapsed), with the notes on the input.
 
-Data: `facts.provenance` under `provenance`; the notes are their own data-only section (`notes`), shown
-here. Layouts: Markdown and HTML.
+Data: a `Made` (typed, from `facts.provenance`), stored in the document as its tree and read back typed
+by the layouts (`of(doc)`, after any redaction); the notes are their own data-only section (`notes`),
+shown here. Layouts: Markdown and HTML.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from ncclscope.report import facts
 from ncclscope.report.fold import MAX_INPUTS, InputRow, fold_inputs
@@ -19,38 +22,77 @@ if TYPE_CHECKING:
     from ncclscope.session import Session
 
 
-def build(s: Session, p: Provenance) -> dict[str, Any]:
-    return facts.provenance(s, p.command, p.redacted)
+class LogInput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    path: str
+    lines: int | None
+
+
+class TraceInput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    path: str
+    rank: int | None
+    events: int | None
+
+
+class Coverage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    lines: int
+    nccl_lines: int
+    recognized: int
+    unknown: int
+
+
+class Made(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How the report was made, and what was read."""
+
+    ncclscope: str
+    python: str
+    polars: str
+    command: str | None
+    redacted: bool
+    inputs: tuple[LogInput, ...]
+    traces: tuple[TraceInput, ...]
+    coverage: Coverage
+
+
+def build(s: Session, p: Provenance) -> Made:
+    return msgspec.convert(facts.provenance(s, p.command, p.redacted), Made)
+
+
+def of(doc: Document) -> Made:
+    """The section's data, typed, from a (possibly redacted) document."""
+    return msgspec.convert(doc["provenance"], Made)
+
+
+def _folded(p: Made) -> list[InputRow]:
+    return fold_inputs(((i.path, i.lines) for i in p.inputs), ((t.path, t.rank, t.events) for t in p.traces))
 
 
 def markdown(doc: Document) -> list[str]:
-    p = doc["provenance"]
-    c = p["coverage"]
-    pct = f"{100.0 * c['recognized'] / c['nccl_lines']:.1f}%" if c["nccl_lines"] else "n/a"
+    p = of(doc)
+    c = p.coverage
+    pct = f"{100.0 * c.recognized / c.nccl_lines:.1f}%" if c.nccl_lines else "n/a"
     out = [
         "## How this report was made",
         "",
-        f"- ncclscope {text(p['ncclscope'])} (Python {text(p['python'])}, Polars {text(p['polars'])})",
+        f"- ncclscope {text(p.ncclscope)} (Python {text(p.python)}, Polars {text(p.polars)})",
     ]
-    if p["command"]:
-        out.append(f"- command: {code(p['command'])}")
+    if p.command:
+        out.append(f"- command: {code(p.command)}")
     out.append(
-        f"- coverage: {c['lines']} lines, {c['nccl_lines']} NCCL lines, {pct} recognized, "
-        f"{c['unknown']} unknown"
+        f"- coverage: {c.lines} lines, {c.nccl_lines} NCCL lines, {pct} recognized, {c.unknown} unknown"
     )
-    if p["redacted"]:
+    if p.redacted:
         out.append(
             "- redacted: host names, IP/MAC addresses, user names in paths and pointers are replaced "
             "by consistent pseudonyms (`host-1`, `ip-1.2`, `user-1`, `0xptr-1`)"
         )
     out.append("")
-    if p["inputs"] or p["traces"]:
+    if p.inputs or p.traces:
         out += [
             "<details>",
-            f"<summary>Inputs: {len(p['inputs'])} logs, {len(p['traces'])} traces</summary>",
+            f"<summary>Inputs: {len(p.inputs)} logs, {len(p.traces)} traces</summary>",
             "",
         ]
-        rows = fold_inputs(p)
+        rows = _folded(p)
         out += table(["input", "lines / events"], [_input(i) for i in rows[:MAX_INPUTS]])
         if len(rows) > MAX_INPUTS:
             rest = rows[MAX_INPUTS:]
@@ -69,19 +111,19 @@ def _input(i: InputRow) -> list[str]:
 
 
 def html(doc: Document, _figures: dict[str, str]) -> str:
-    p = doc["provenance"]
-    c = p["coverage"]
-    pct = f"{100.0 * c['recognized'] / c['nccl_lines']:.1f}%" if c["nccl_lines"] else "n/a"
-    items = [("ncclscope", f"{p['ncclscope']} (Python {p['python']}, Polars {p['polars']})")]
-    if p["command"]:
-        items.append(("command", p["command"]))
+    p = of(doc)
+    c = p.coverage
+    pct = f"{100.0 * c.recognized / c.nccl_lines:.1f}%" if c.nccl_lines else "n/a"
+    items = [("ncclscope", f"{p.ncclscope} (Python {p.python}, Polars {p.polars})")]
+    if p.command:
+        items.append(("command", p.command))
     items.append(
         (
             "coverage",
-            f"{c['lines']} lines, {c['nccl_lines']} NCCL lines, {pct} recognized, {c['unknown']} unknown",
+            f"{c.lines} lines, {c.nccl_lines} NCCL lines, {pct} recognized, {c.unknown} unknown",
         )
     )
-    if p["redacted"]:
+    if p.redacted:
         items.append(("redacted", REDACTED_NOTE))
     dl = "".join(
         f"<dt>{e(k)}</dt><dd><code>{e(v)}</code></dd>"
@@ -89,7 +131,7 @@ def html(doc: Document, _figures: dict[str, str]) -> str:
         else f"<dt>{e(k)}</dt><dd>{e(v)}</dd>"
         for k, v in items
     )
-    rows = fold_inputs(p)
+    rows = _folded(p)
     inputs = "".join(
         f"<tr><td>{e(i.path)}{f' ({i.files:,} files)' if i.files > 1 else ''}</td><td>"
         + (f"rank {e(i.rank)}, " if i.what == "events" and i.files == 1 else "")
@@ -101,7 +143,7 @@ def html(doc: Document, _figures: dict[str, str]) -> str:
         inputs += (
             f"<tr><td>… {len(rest)} more directories</td><td>{sum(r.files for r in rest):,} files</td></tr>"
         )
-    n_in = f"{len(p['inputs']):,} logs, {len(p['traces']):,} traces"
+    n_in = f"{len(p.inputs):,} logs, {len(p.traces):,} traces"
     notes = "".join(f"<li>{e(n)}</li>" for n in doc["notes"])
     return (
         f"<dl>{dl}</dl>"

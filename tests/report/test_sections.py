@@ -92,3 +92,16 @@ def test_environment_data_is_typed_and_survives_the_document_and_redaction() -> 
     assert env.of(document_for(s)) == data  # stored as a tree, read back typed, nothing lost
     redacted = env.of(document_for(s, Options(redact=True)))
     assert redacted.shape == data.shape and len(redacted.env) == len(data.env)
+
+
+def test_provenance_data_is_typed_and_survives_the_document_and_redaction() -> None:
+    from ncclscope.report import section_provenance as prov
+    from ncclscope.report.section import Provenance
+
+    s = make_session()
+    data = prov.build(s, Provenance(command="ncclscope report x", redacted=False))
+    assert isinstance(data, prov.Made) and data.command == "ncclscope report x"
+    assert data.coverage.lines == s.logs.coverage.lines
+    doc = document_for(s, Options(command="ncclscope report x"))
+    assert prov.of(doc) == data
+    assert prov.of(document_for(s, Options(redact=True))).redacted is True
