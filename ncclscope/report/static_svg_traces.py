@@ -55,7 +55,8 @@ def auto_range(traces: list[dict[str, Any]], axis: str) -> tuple[float, float]:
         return (-1.0, 1.0)
     if lo == hi:
         return (lo - 1, hi + 1)
-    pad = (hi - lo) * 0.05
+    labelled = axis == "y" and any(t.get("type") == "bar" and t.get("text") is not None for t in traces)
+    pad = (hi - lo) * (0.12 if labelled else 0.05)  # room above a bar for its label
     bars_from_zero = any(t.get("type") == "bar" for t in traces) and axis == "y" and lo == 0
     return (lo if bars_from_zero else lo - pad, hi + pad)
 
