@@ -44,8 +44,17 @@ def build(s: Session, prov: Provenance | None = None) -> Document:
 
 
 def _tree(data: object) -> object:
-    """A section's data as the document's JSON-like tree (typed data is stored by its fields, in order)."""
-    return msgspec.to_builtins(data) if isinstance(data, msgspec.Struct) else data
+    """A section's data as the document's JSON-like tree (typed data is stored by its fields, in order,
+    its tuples as lists)."""
+    return _lists(msgspec.to_builtins(data)) if isinstance(data, msgspec.Struct) else data
+
+
+def _lists(v: object) -> object:
+    if isinstance(v, (list, tuple)):
+        return [_lists(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _lists(x) for k, x in v.items()}
+    return v
 
 
 def _json_verdict(v: Document) -> Document:

@@ -105,3 +105,26 @@ def test_provenance_data_is_typed_and_survives_the_document_and_redaction() -> N
     doc = document_for(s, Options(command="ncclscope report x"))
     assert prov.of(doc) == data
     assert prov.of(document_for(s, Options(redact=True))).redacted is True
+
+
+def test_nccltests_data_is_typed_and_the_document_holds_plain_lists() -> None:
+    from pathlib import Path
+
+    from ncclscope.report import views_nccltests as nt
+    from ncclscope.report.section import Provenance
+    from ncclscope.session import analyze
+
+    log = (
+        Path(__file__).resolve().parents[2]
+        / "samples"
+        / "nccltests"
+        / "dgxspark_roce_switch_ok_nccl2_28_9.log"
+    )
+    s = analyze([str(log)])
+    data = nt.SECTION.build(s, Provenance())  # type: ignore[misc]
+    assert (
+        isinstance(data, nt.NcclTests) and data.runs and all(isinstance(r.rows[0], nt.Row) for r in data.runs)
+    )
+    doc = document_for(s)
+    assert type(doc["nccltests"]["runs"]) is list and type(doc["nccltests"]["runs"][0]["rows"]) is list
+    assert nt.of(doc) == data
