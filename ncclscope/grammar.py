@@ -215,17 +215,22 @@ def _cached(name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     import json
     import uuid
 
+    from ncclscope import prebuilt
+
     path = _cache_path(name)
-    try:
-        return dict(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        pass
+    for found in (prebuilt.shipped(path.name), path):  # the wheel's prebuilt table first
+        try:
+            if found is not None:
+                return dict(json.loads(found.read_text()))
+        except (OSError, ValueError):
+            pass
     table = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
         tmp.write_text(json.dumps(table))
         tmp.replace(path)
+        prebuilt.saved(path)
     except OSError:
         pass
     return table

@@ -69,8 +69,18 @@ def load(
     return Analysis(s)
 
 
+def _static(fig: go.Figure) -> go.Figure:
+    from ncclscope.report.notebook_figure import notebook_figure
+
+    return notebook_figure(fig)
+
+
 class Figures:
-    """Figure builders of one analysis; each returns a Plotly figure (empty ones say why)."""
+    """Figure builders of one analysis; each returns a Plotly figure (empty ones say why).
+
+    In a notebook each figure's output also holds a static SVG drawing of it, which GitHub, nbviewer
+    and `nbconvert --to html` show where Plotly's JavaScript does not run.
+    """
 
     def __init__(self, session: Session) -> None:
         self._s = session
@@ -79,25 +89,25 @@ class Figures:
         """Rings, trees and connections per channel, edges coloured by transport, ranks grouped by host."""
         from ncclscope.report import figures
 
-        return figures.topology(self._s)
+        return _static(figures.topology(self._s))
 
     def arrivals(self) -> go.Figure:
         """Heatmap ranks × collectives: ms after the first rank arrived (needs traces)."""
         from ncclscope.report import figures
 
-        return figures.arrivals(self._s)
+        return _static(figures.arrivals(self._s))
 
     def timeline(self) -> go.Figure:
         """Per-rank timeline of collectives (needs traces)."""
         from ncclscope.report import figures
 
-        return figures.timeline(self._s)
+        return _static(figures.timeline(self._s))
 
     def hang(self) -> go.Figure:
         """Last NCCL opCount / PyTorch sequence number reached per rank; laggards in red."""
         from ncclscope.report import figures
 
-        return figures.hang(self._s)
+        return _static(figures.hang(self._s))
 
 
 class Analysis:

@@ -25,7 +25,7 @@ ORDER = [
     "capture",
     "cli",
 ]
-BASE = {"records", "schema", "tuning", "errors", "version", "py"}
+BASE = {"records", "schema", "tuning", "errors", "version", "py", "prebuilt"}
 # Known exception, until issue 30 gives the reader its own output type: the log reader builds `LogFrames`,
 # whose declaration lives in frames.py.
 ALLOWED = {("parse", "frames")}

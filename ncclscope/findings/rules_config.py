@@ -305,7 +305,7 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
         )
         by_version = r.drop_nulls("nccl_version").group_by("nccl_version").agg(pl.col("rank").drop_nulls())
         out.append(f)
-        f.metrics["ranks_by_version"] = {v: sorted(rs) for v, rs in by_version.iter_rows()}
+        f.metrics["ranks_by_version"] = {v: sorted(rs) for v, rs in sorted(by_version.iter_rows())}
     out += _plugin_mismatch(ctx)
     drivers = r["cuda_driver"].drop_nulls().unique().sort().to_list()
     if len(drivers) > 1 and _differ_within_a_job(ctx, "cuda_driver"):

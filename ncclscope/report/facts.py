@@ -198,3 +198,10 @@ def cite(e: dict[str, Any]) -> str:
     dump entry (line 0: the text names the event or entry), never a misleading `path:0`."""
     line = e.get("line")
     return f"{e['path']}:{line}" if isinstance(line, int) and line > 0 else str(e["path"])
+
+
+def cell(v: object) -> str:
+    """A table cell's text: nothing for None, yes/no for booleans."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return "" if v is None else str(v)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,12 +128,15 @@ class InputRow:
     rank: object = None
 
 
-def fold_inputs(prov: dict[str, Any], cap: int = MAX_INPUTS) -> list[InputRow]:
-    """Every input when there are at most `cap`; else one row per directory (largest first)."""
-    files = [InputRow(str(i["path"]), 1, int(i["lines"] or 0), "lines") for i in prov["inputs"]]
-    files += [
-        InputRow(str(t["path"]), 1, int(t["events"] or 0), "events", t.get("rank")) for t in prov["traces"]
-    ]
+def fold_inputs(
+    logs: Iterable[tuple[str, int | None]],
+    traces: Iterable[tuple[str, int | None, int | None]],
+    cap: int = MAX_INPUTS,
+) -> list[InputRow]:
+    """Every input (logs as (path, lines), traces as (path, rank, events)) when there are at most `cap`;
+    else one row per directory (largest first)."""
+    files = [InputRow(str(path), 1, int(lines or 0), "lines") for path, lines in logs]
+    files += [InputRow(str(path), 1, int(events or 0), "events", rank) for path, rank, events in traces]
     if len(files) <= cap:
         return files
     dirs: dict[tuple[str, str], list[InputRow]] = {}

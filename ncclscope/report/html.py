@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from html import escape
 from importlib import resources
 from string import Template
 from typing import Any
 
-from ncclscope.report import views_health, views_nccltests, views_verdict
-from ncclscope.report.facts import cite, printable, ranks_summary
-from ncclscope.report.html_tables import hang_html, provenance_html, ranks_html
+from ncclscope.report import sections
+from ncclscope.report.facts import cite, ranks_summary
+from ncclscope.report.html_tables import e
+from ncclscope.report.section_ranks import ranks_html
 
-MAX_EVIDENCE = 50
 FIGURES = [
     ("fig-hang", "Hang view"),
     ("fig-topology", "Topology"),
     ("fig-arrivals", "Collective arrivals"),
     ("fig-timeline", "Per-rank timeline"),
 ]
-
-
-def e(value: object) -> str:
-    """Escaped text for HTML content and attribute values."""
-    return escape(printable("" if value is None else str(value), limit=4000), quote=True)
 
 
 def script_json(obj: Any) -> str:
@@ -52,82 +46,7 @@ def _plotly_js() -> str:
     return js.replace("</script", "<\\/script")
 
 
-# --- sections ----------------------------------------------------------------------------------------
-
-
-def _finding(i: int, f: dict[str, Any]) -> str:
-    who = []
-    if f["ranks"]:
-        who.append(f"ranks {e(ranks_summary(f['ranks']))}")
-    if f["hosts"]:
-        who.append(f"hosts {e(', '.join(f['hosts'][:12]))}" + (" …" if len(f["hosts"]) > 12 else ""))
-    ev = f["evidence"]
-    lines = "\n".join(f'<span class="loc">{e(cite(x))}</span>  {e(x["text"])}' for x in ev[:MAX_EVIDENCE])
-    if len(ev) > MAX_EVIDENCE:
-        lines += f"\n… {len(ev) - MAX_EVIDENCE} more lines"
-    details = (
-        (
-            f"<details><summary>Evidence: {len(ev)} line{'s' if len(ev) != 1 else ''}</summary>"
-            f"<pre><code>{lines}</code></pre></details>"
-        )
-        if ev
-        else ""
-    )
-    sev = e(f["severity"])
-    return (
-        f'<div class="finding {sev}" id="finding-{i}"><h3><span class="chips"><span class="sev-{sev}">{sev}'
-        f'</span></span>{e(f["title"])} <span class="id">{e(f["id"])}</span></h3>'
-        f'<div class="who">{" · ".join(who)}</div><p><b>Why it matters:</b> {e(f["why"])}</p>'
-        f"<p><b>What to try:</b> {e(f['fix'])}</p>{details}</div>"
-    )
-
-
-def findings_html(doc: dict[str, Any]) -> str:
-    if not doc["findings"]:
-        return '<p class="muted">No findings: nothing in the evidence looks wrong.</p>'
-    index = {id(f): i for i, f in enumerate(doc["findings"])}
-    out = []
-    for f, echoes in views_verdict.fold(doc):
-        out.append(_finding(index[id(f)], f))
-        if echoes:
-            inner = "".join(_finding(index[id(x)], x) for x in echoes)
-            out.append(
-                f'<details class="echoes"><summary>{len(echoes)} finding(s) folded under it (its echoes)</summary>'
-                f"{inner}</details>"
-            )
-    return "\n".join(out)
-
-
-def _values(vals: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{e(v['value'])} <span class=muted>({int(v['count'])})</span>" for v in vals[:12]) + (
-        f" … +{len(vals) - 12}" if len(vals) > 12 else ""
-    )
-
-
-def environment_html(doc: dict[str, Any]) -> str:
-    env = doc["environment"]
-    sh = env["shape"]
-    rows = "".join(
-        f"<tr><th>{e(r['name'])}</th><td{' class=odd' if r['mixed'] else ''}>{_values(r['values'])}</td></tr>"
-        for r in env["versions"] + env["transports"]
-    )
-    envs = "".join(
-        f"<tr><td><code>{e(r['name'])}</code></td><td{' class=odd' if r['mixed'] else ''}>"
-        f"{_values(r['values'])}</td></tr>"
-        for r in env["env"]
-    )
-    env_table = (
-        (
-            f"<details><summary>NCCL environment: {len(env['env'])} variables set</summary>"
-            f"<table><tr><th>variable</th><th>value (processes)</th></tr>{envs}</table></details>"
-        )
-        if envs
-        else ""
-    )
-    return (
-        f"<p>{sh['ranks']} ranks · {sh['processes']} processes · {sh['hosts']} hosts · "
-        f"{sh['communicators']} communicators</p><table>{rows}</table>{env_table}"
-    )
+# --- header -----------------------------------------------------------------------------------------
 
 
 def summary_html(doc: dict[str, Any]) -> str:
@@ -171,29 +90,16 @@ def _figure(fid: str, fig: dict[str, Any]) -> str:
 
 
 def render_page(doc: dict[str, Any], figures: dict[str, dict[str, Any]]) -> str:
-    """The whole page: `figures` maps a FIGURES id to Plotly's JSON (data, layout)."""
+    """The whole page: `figures` maps a FIGURES id to Plotly's JSON (data, layout). The blocks and the
+    menu come from `report.sections.SECTIONS`: each section with an HTML layout that has something to
+    show is a block, and a menu entry when it has a menu label."""
     figs = {fid: _figure(fid, figures[fid]) for fid, _ in FIGURES if fid in figures}
-    hang = hang_html(doc)
+    blocks = [(sec, sec.html(doc, figs)) for sec in sections.SECTIONS if sec.html is not None]
+    shown = [(sec, inner) for sec, inner in blocks if inner]
+    menu = "".join(f'<a href="#{sec.element_id}">{e(sec.menu)}</a>' for sec, _ in shown if sec.menu)
     body = [
-        "<header><h1>ncclscope report</h1>"
-        + summary_html(doc)
-        + '<nav><a href="#findings">Findings</a><a href="#hang">Hang view</a><a href="#ranks">Ranks</a>'
-        '<a href="#topology">Topology</a><a href="#traces">Traces</a><a href="#environment">Environment</a>'
-        + ('<a href="#nccltests">nccl-tests</a>' if views_nccltests.html(doc) else "")
-        + '<a href="#provenance">How it was made</a></nav></header><main>',
-        _section("health", "Health: what was checked", views_health.html(doc)),
-        _section("findings", "Findings", findings_html(doc)),
-        _section("hang", "Hang view: how far each rank got", hang + figs.get("fig-hang", "")),
-        _section("ranks", "Ranks × configuration", ranks_html(doc)),
-        _section("topology", "Topology", figs.get("fig-topology", "")),
-        _section("traces", "Traces", figs.get("fig-arrivals", "") + figs.get("fig-timeline", "")),
-        _section("environment", "Environment", environment_html(doc)),
-        *(
-            [_section("nccltests", "nccl-tests", views_nccltests.html(doc))]
-            if views_nccltests.html(doc)
-            else []
-        ),
-        _section("provenance", "How this report was made", provenance_html(doc)),
+        "<header><h1>ncclscope report</h1>" + summary_html(doc) + f"<nav>{menu}</nav></header><main>",
+        *(_section(sec.element_id, sec.title, inner) for sec, inner in shown),
         "</main>",
     ]
     return _template().substitute(

@@ -45,3 +45,10 @@ def fenced(lines: list[str], lang: str = "text") -> str:
     longest = max((len(m) for ln in lines for m in re.findall(r"`+", ln)), default=0)
     fence = "`" * max(3, longest + 1)
     return "\n".join([fence + lang, *lines, fence])
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table of cells already escaped."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(r) + " |" for r in rows
+    ]

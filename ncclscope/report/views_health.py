@@ -19,6 +19,7 @@ from ncclscope.align.facts_path import comm_paths
 from ncclscope.align.phase import APP_END
 from ncclscope.align.rankmap import init_rows, transport
 from ncclscope.report.facts import printable
+from ncclscope.report.section import Section
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -287,3 +288,18 @@ def terminal(doc: dict[str, Any], con: Console) -> None:
     con.print("[b]Health[/b]")
     for x in _lines(h):
         con.print("  " + escape(x))
+
+
+def _html(doc: dict[str, Any], _figures: dict[str, str]) -> str:
+    return html(doc)
+
+
+SECTION = Section(
+    "health",
+    lambda s, _p: section(s),
+    "what was checked and found healthy, job facts",
+    title="Health: what was checked",
+    markdown=markdown,
+    html=_html,
+    terminal=terminal,
+)

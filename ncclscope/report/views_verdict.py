@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from ncclscope.diagnosis import Cause, Diagnosis
 from ncclscope.diagnosis.model import no_period
+from ncclscope.report.section import Section
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ncclscope.session import Session
 
 _SEVERITIES = ("error", "warning", "info")
@@ -123,3 +126,49 @@ def fold(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]
     folded = {e["index"] for c in causes for e in c["echoes"]}
     out = [(findings[c["index"]], [findings[e["index"]] for e in c["echoes"]]) for c in causes]
     return out + [(f, []) for i, f in enumerate(findings) if i not in folded and i not in heads]
+
+
+def chain_markdown(doc: dict[str, Any]) -> list[str]:
+    """The verdict's chain of reasoning, a quoted list with each step's cited lines (under the verdict line)."""
+    from ncclscope.report.facts import cite
+    from ncclscope.report.md_text import code
+    from ncclscope.report.md_text import text as md
+
+    v = doc["verdict"]
+    if not v.get("chain"):
+        return []
+    out = [
+        f"> **Why we think so** ({md(str(v['confidence']))} confidence: {md(str(v['confidence_reason']))}):",
+        ">",
+    ]
+    for st in v["chain"]:
+        at = ", ".join(cite(x) for x in st["evidence"][:2])
+        out.append(f"> - {md(st['text'])}" + (f" ({code(at)})" if at else ""))
+    return out + [""]
+
+
+def chain_terminal(doc: dict[str, Any], con: Console) -> None:
+    """The verdict's chain of reasoning, each step with the line it cites."""
+    from ncclscope.report.facts import cite
+    from ncclscope.report.safe_text import escape
+
+    v = doc["verdict"]
+    if not v.get("chain"):
+        return
+    con.print(
+        f"[b]why we think so[/b] ({escape(str(v['confidence']))} confidence: {escape(str(v['confidence_reason']))}):"
+    )
+    for st in v["chain"]:
+        at = ", ".join(cite(x) for x in st["evidence"][:2])
+        con.print(f"  {escape(st['text'])}" + (f" [dim]({escape(at)})[/dim]" if at else ""))
+
+
+# The page header draws the verdict in HTML (`html.summary_html`); its chain follows the verdict line in
+# Markdown and comes before the findings on a terminal.
+SECTION = Section(
+    "verdict",
+    lambda s, _p: section(s),
+    "the diagnosis: its sentence, cause, ranks, confidence, echoes and chain",
+    markdown=chain_markdown,
+    terminal=chain_terminal,
+)

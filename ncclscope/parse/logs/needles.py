@@ -22,6 +22,8 @@ from re import _constants as C  # the regex parser's opcode names
 from re import _parser as P  # private (`sre_parse` before 3.11): requires-python is >=3.11, what CI tests
 from typing import Any
 
+from ncclscope import prebuilt
+
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)
 MAX_ALTS = 16  # strings a multiplied-out needle set may hold
 VERSION = 4  # bump when the extraction changes (cached results are keyed by it)
@@ -176,14 +178,17 @@ def _on_disk(kind: str, parts: Sequence[str], build: Callable[[], Any]) -> Any:
     path = (
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / f"{kind}-{key}.json"
     )
-    with contextlib.suppress(OSError, ValueError):
-        return json.loads(path.read_text())
+    for found in (prebuilt.shipped(path.name), path):  # the wheel's prebuilt table first
+        with contextlib.suppress(OSError, ValueError):
+            if found is not None:
+                return json.loads(found.read_text())
     out = build()
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(out))
         tmp.replace(path)
+        prebuilt.saved(path)
     return out
 
 

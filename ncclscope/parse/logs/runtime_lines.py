@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
+from ncclscope import prebuilt
 from ncclscope import schema as S
 from ncclscope.parse.logs.frtrace_rows import FrTraceRows
 from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
@@ -42,6 +44,9 @@ def grammar_text(name: str = "torch.lark") -> str:
 @cache
 def parser() -> Lark:
     """The torch-line parser, built once per process (LALR with the contextual lexer)."""
+    ready = prebuilt.shipped(_cache_name())  # the wheel's prebuilt tables first
+    if ready:
+        return _lark(str(ready))
     final = _cache_file()
     if final is None or final.exists():
         return _lark(str(final) if final else False)
@@ -51,6 +56,7 @@ def parser() -> Lark:
     p = _lark(str(tmp))
     with contextlib.suppress(OSError):
         os.replace(tmp, final)
+        prebuilt.saved(final)
     return p
 
 
@@ -65,15 +71,20 @@ def _lark(cache: str | bool) -> Lark:
     )
 
 
+def _cache_name() -> str:
+    """The parse tables' file name, by grammar, Lark and Python version (Lark keys its tables by all three)."""
+    key = f"{lark.__version__}\n{sys.version_info[:2]}\n{grammar_text()}"
+    return f"torch-lark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pickle"
+
+
 def _cache_file() -> Path | None:
     """Lark's parse tables on disk, by grammar and Lark version (building them costs ~1.5 s, loading ~50 ms)."""
-    digest = hashlib.sha256(f"{lark.__version__}\n{grammar_text()}".encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope"
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return base / f"torch-lark-{digest}.pickle"
+    return base / _cache_name()
 
 
 @cache
