@@ -208,7 +208,9 @@ def _frame(
     for c in ("external_id", "correlation"):
         if c in cols:
             exprs.append(pl.col(c).cast(pl.Int64, strict=False))
-    exprs.extend(pl.col(c).cast(pl.Utf8) for c in cols if c in _TEXT)
+    exprs.extend(pl.col(c).cast(pl.Utf8) for c in cols if c in _TEXT and c != "input_dims")
+    if "input_dims" in cols:  # numbers and brackets only: a re-indented trace reads as Kineto's one line
+        exprs.append(pl.col("input_dims").cast(pl.Utf8).str.replace_all(r"\s+", "").alias("input_dims"))
     return df.with_columns(exprs)
 
 
