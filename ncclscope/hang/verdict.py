@@ -174,7 +174,8 @@ def _context(
         mid_line=mid,
         flight_ops=H.flight_ops(flight),
         have_flight=has_flight,
-        untracked=H.untracked_groups(flight),
+        untracked=(untracked := H.untracked_groups(flight)),
+        newest=H.newest_groups(flight, untracked),
         waiters=waiters,
         size_mismatch=X.size_mismatches(X.gloo_facts(torch)),
     )
