@@ -8,6 +8,7 @@ multi-group captures of samples/multipg (made before this reading, used to judge
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,34 @@ def test_judged_on_multipg_every_group_lines_up_with_the_ranks_its_config_lists(
     got = a.per_rank.group_by("group").agg(pl.col("rank").unique().sort())
     assert {r["group"]: r["rank"] for r in got.iter_rows(named=True)} == {g: want[g] for g in got["group"]}
     assert a.n_mismatched == 0 and "gloo" not in set(a.collectives["group"])
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "traces"
+REGEN = os.environ.get("NCCLSCOPE_REGEN_GOLDEN") == "1"
+_GOLDEN_COLS = ("coll_id", "group", "index", "op", "n_ranks", "expected_ranks", "complete", "consistent")
+
+
+@pytest.mark.parametrize("folder", [SLEEP, CLEAN], ids=lambda p: p.name)
+def test_golden(folder: Path) -> None:
+    """What the aligner makes of each captured set: every collective (its group, index, op, ranks,
+    last arriver, size, arrival spread in ms) and the straggler findings. Regenerate with
+    `NCCLSCOPE_REGEN_GOLDEN=1` and review the diff."""
+    a, _ = _aligned(folder)
+    rows = a.collectives.sort("coll_id").select(
+        *_GOLDEN_COLS,
+        "last_rank",
+        "msg_bytes",
+        (pl.col("arrival_spread_us") / 1000).round(1).alias("arrival_spread_ms"),
+    )
+    got = {
+        "collectives": rows.to_dicts(),
+        "groups": a.groups.select("group", "pg_desc", "collectives", "ranks").to_dicts(),
+        "notes": list(a.notes),
+        "straggler": [{"ranks": list(f.ranks), "severity": f.severity} for f in _straggler(folder)],
+    }
+    expected = GOLDEN / f"gloo_subgroup_{folder.name}.json"
+    if REGEN:
+        expected.parent.mkdir(parents=True, exist_ok=True)
+        expected.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert expected.exists(), f"{expected} is missing; run with NCCLSCOPE_REGEN_GOLDEN=1 and review it"
+    assert got == json.loads(expected.read_text())
