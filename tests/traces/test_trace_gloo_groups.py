@@ -102,6 +102,7 @@ def test_the_sleeper_is_named_on_the_default_group_and_the_clean_run_names_none(
     assert (f.severity, f.ranks, f.metrics["pattern"]) == ("warning", (3,), "persistent")
     assert f.metrics["collectives"] == 4 and int(f.metrics["late_collectives"]) >= 3  # type: ignore[call-overload]
     assert 180_000 < float(f.metrics["median_lateness_us"]) < 220_000  # type: ignore[arg-type]
+    assert f.evidence and all(") on pg 0: rank 3 arrived" in e.text for e in f.evidence)
     assert _straggler(CLEAN) == []
 
 
