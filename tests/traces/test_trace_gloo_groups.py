@@ -235,3 +235,17 @@ def test_golden(folder: Path) -> None:
         expected.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     assert expected.exists(), f"{expected} is missing; run with NCCLSCOPE_REGEN_GOLDEN=1 and review it"
     assert got == json.loads(expected.read_text())
+
+
+def test_the_note_names_three_ranks_then_counts(tmp_path: Path) -> None:
+    """multipg b (8 ranks, 5 groups each) with one span per rank moved to a far thread: 11 threads on
+    every rank fit no reading; the one note names ranks 0-2 and counts the other 5."""
+    raw = _raw(MULTIPG / "b_gil_sleep_tp2dp2ep2" / "traces")
+    for t in raw.values():
+        _spans(t)[-1]["tid"] = max(_span_tids(t)) + 1000
+    a, notes = _aligned(write_set(raw, tmp_path))
+    (note,) = notes
+    assert (
+        note.count("rank ") == 3 and "rank 0:" in note and "rank 2:" in note and "and 5 more rank(s)" in note
+    )
+    assert "11 thread(s)" in note and set(a.collectives["group"]) == {"gloo"}

@@ -27,6 +27,7 @@ import polars as pl
 # Columns this stage fills (the TRACE_COLLECTIVES names) from the rank's pg_config row.
 _PG_COLS = ("pg_name", "pg_desc", "group_size", "pg_ranks")
 LANE = "_gtid"
+MAX_NOTES = 3  # ranks named in the note when groups cannot be told apart (then a count)
 _LEAD = "gloo collectives lined up as one sequence per rank, process groups not told apart"  # the CPU thread of the collective's `gloo:<op>` span (null: no span paired)
 
 
@@ -75,23 +76,26 @@ def _plan(rows: pl.DataFrame, cfg: pl.DataFrame) -> _Plan:
     )
     groups = {r["rank"]: (r["pg_name"], r["_unnamed"]) for r in per.iter_rows(named=True)}
     coll = rows.filter(~pl.col("op").is_in(["send", "recv"]))
+    per_rank = coll.group_by("rank").agg(
+        pl.col(LANE).drop_nulls().unique().sort().alias("_tids"), pl.col(LANE).null_count().alias("_unpaired")
+    )
     lanes: list[dict[str, object]] = []
     single: list[dict[str, object]] = []
     notes: list[str] = []
-    for rank in sorted(coll["rank"].unique().to_list()):
+    for rank, tids, unpaired in per_rank.sort("rank").iter_rows():
         names, unnamed = groups.get(rank, ([], 0))
         if len(names) == 1:
             single.append({"rank": rank, "pg_name": names[0]})
             continue
-        mine = coll.filter(pl.col("rank") == rank)
-        why = _why_not(names, unnamed, mine)
+        why = _why_not(names, unnamed, tids, unpaired)
         if why:
             notes.append(f"rank {rank}: {why}")
             continue
-        for name, run in zip(names, _split(mine[LANE].unique().sort().to_list(), len(names)), strict=True):
+        for name, run in zip(names, _split(tids, len(names)), strict=True):
             lanes.extend({"rank": rank, LANE: tid, "pg_name": name} for tid in run)
     if notes:
-        return _Plan(pl.DataFrame(), pl.DataFrame(), tuple(f"{_LEAD}: {n}" for n in notes))
+        more = [f"and {len(notes) - MAX_NOTES} more rank(s)"] if len(notes) > MAX_NOTES else []
+        return _Plan(pl.DataFrame(), pl.DataFrame(), (f"{_LEAD}: " + "; ".join(notes[:MAX_NOTES] + more),))
     schema = {"rank": pl.Int64, LANE: pl.Int64, "pg_name": pl.Utf8}
     return _Plan(
         pl.DataFrame(lanes, schema=schema),
@@ -100,14 +104,13 @@ def _plan(rows: pl.DataFrame, cfg: pl.DataFrame) -> _Plan:
     )
 
 
-def _why_not(names: list[str], unnamed: int, mine: pl.DataFrame) -> str | None:
+def _why_not(names: list[str], unnamed: int, tids: list[int], unpaired: int) -> str | None:
     if not names:
         return "its trace lists no process group (distributedInfo.pg_config)"
     if unnamed:
         return "its groups' names do not give their creation order"
-    if mine[LANE].null_count():
-        return f"{mine[LANE].null_count()} collective(s) have no gloo:* span to say which thread ran them"
-    tids = mine[LANE].unique().sort().to_list()
+    if unpaired:
+        return f"{unpaired} collective(s) have no gloo:* span to say which thread ran them"
     if not _split(tids, len(names)):
         return (
             f"its gloo:* spans run on {len(tids)} thread(s) in {len(_runs(tids))} run(s) of consecutive "
