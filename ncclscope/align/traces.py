@@ -3,8 +3,9 @@
 Keys, best first: (process group, `Seq`) when the args carry it (torch ≥ 2.13); else the k-th
 collective of each process group on each rank (`wait` dropped); else (pre-2024 traces, no group
 info) the k-th NCCL kernel of each CUDA stream; gloo runs (no kernel, no group in any arg): the k-th
-CPU collective (`c10d::<op>` call, else `gloo:<op>` span), lined up only as far as the ranks agree on
-the op sequence. Op, and size where it must agree, are checked. Arrival is the kernel start (gloo:
+CPU collective (`c10d::<op>` call, else `gloo:<op>` span) of each process group (told by the parse
+stage from the span's thread; one sequence per rank when it cannot tell), lined up only as far as
+the ranks agree on the op sequence. Op, and size where it must agree, are checked. Arrival is the kernel start (gloo:
 the call), corrected for its clock's offset.
 """
 
@@ -58,13 +59,15 @@ def bus_factor(op: pl.Expr, n: pl.Expr) -> pl.Expr:
 
 
 def _keys(c: pl.DataFrame) -> pl.DataFrame:
+    # Gloo collectives keep their order key (their op sequences are checked) also once the parse
+    # stage has told their process group (from the span's thread): they line up per group.
     mk = (
         pl.when(pl.col("seq").is_not_null())
         .then(pl.lit("seq"))
-        .when(pl.col("pg_name").is_not_null())
-        .then(pl.lit("pg-order"))
         .when(pl.col("source").is_in(_CPU_SOURCES))
         .then(pl.lit("gloo-order"))
+        .when(pl.col("pg_name").is_not_null())
+        .then(pl.lit("pg-order"))
         .otherwise(pl.lit("stream-order"))
     )
     group = (

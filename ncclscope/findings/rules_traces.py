@@ -75,6 +75,12 @@ def straggler(ctx: Context) -> Iterable[Finding]:
     return []
 
 
+def _on_group(w: dict[str, object]) -> str:
+    """` on pg N` when the collective was lined up in a process group (not a stream or a rank's order)."""
+    g = w.get("group")
+    return f" on {g}" if isinstance(g, str) and g.startswith("pg ") else ""
+
+
 def _persistent(r: dict[str, object], per: pl.DataFrame, clock: pl.DataFrame) -> Finding:
     rank = int(r["rank"])  # type: ignore[call-overload]
     worst = (
@@ -85,7 +91,7 @@ def _persistent(r: dict[str, object], per: pl.DataFrame, clock: pl.DataFrame) ->
     ev = tuple(
         _ev(
             w,
-            f"collective #{w['coll_id']} {w['op']} ({w['event']}): rank {rank} arrived "
+            f"collective #{w['coll_id']} {w['op']} ({w['event']}){_on_group(w)}: rank {rank} arrived "
             f"{_us(float(w['lateness_us']))} after the others' median; the group waited "
             f"{_us(float(w['delay_caused_us']))} for it alone",
         )

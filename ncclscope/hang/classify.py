@@ -111,6 +111,7 @@ class Ctx:
     untracked: set[str] = field(default_factory=set)  # dump groups without completion tracking (gloo)
     waiters: set[int] = field(default_factory=set)  # ranks whose own lines show them waiting for a peer
     size_mismatch: dict[int, Evidence] = field(default_factory=dict)  # gloo: received size != own size
+    newest: dict[int, str] = field(default_factory=dict)  # gloo dumps: rank → group of its newest entry
 
 
 def fmt_ranks(rs: tuple[int, ...] | list[int] | set[int]) -> str:
@@ -157,6 +158,15 @@ class _Group:
     def seen(self) -> list[int]:
         return sorted(r["rank"] for r in self.recs)
 
+    def waits_elsewhere(self) -> bool:
+        """Gloo dumps: every rank that reported created newer work in another group, so none waits here."""
+        newest = [self.ctx.newest.get(r) for r in self.seen]
+        return self.key in self.ctx.untracked and all(n is not None and n != self.key for n in newest)
+
+    def blocked_here(self) -> bool:
+        """Some rank that reported has its newest work in this group (always true without gloo dumps)."""
+        return not self.ctx.newest or any(self.ctx.newest.get(r) == self.key for r in self.seen)
+
     @property
     def size(self) -> int | None:
         return self.ctx.sizes.get(self.key)
@@ -173,7 +183,7 @@ class _Group:
             if E and (
                 len(set(E.values())) > 1
                 or any(C.get(r, -1) < e for r, e in E.items())
-                or self.ctx.waiters & set(E)
+                or {r for r in self.ctx.waiters & set(E) if self.ctx.newest.get(r, self.key) == self.key}
             ):
                 return int(max(E.values()))
         cs = list(self.col("completed").values())
@@ -239,7 +249,18 @@ def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[i
             "high" if len(sig) == len(seen) else "medium",
             f"ranks report different op/size at sequence {s}",
         )
-    mism = tuple(sorted(r for r in g.ctx.size_mismatch if g.size is None or r < g.size))
+    if g.waits_elsewhere():
+        return "e", (), "medium", "every rank that reported created newer work in another group (gloo)"
+    # A size mismatch belongs to a group some rank waits in, not one a reporting rank never entered
+    # (gloo dumps name no members: the culprit rank's groups are unknown).
+    lagging = any(e < s for e in E.values())
+    mism = tuple(
+        sorted(
+            r
+            for r in g.ctx.size_mismatch
+            if (g.size is None or r < g.size) and g.blocked_here() and not (g.ctx.newest and lagging)
+        )
+    )
     if mism:
         return (
             "c",

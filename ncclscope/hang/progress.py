@@ -23,6 +23,7 @@ __all__ = [
     "coll_progress",
     "flight_ops",
     "flight_progress",
+    "newest_groups",
     "rank_facts",
     "torch_progress",
     "torch_rows",
@@ -198,6 +199,26 @@ def untracked_groups(flight: FlightFrames) -> set[str]:
         )
     )
     return set(g.filter(~pl.col("_tracked") & (pl.col("_retired") | pl.col("_gloo")))["pg_name"].to_list())
+
+
+def newest_groups(flight: FlightFrames, untracked: set[str]) -> dict[int, str]:
+    """Rank → the group of its newest Flight Recorder entry (by creation time), for ranks whose dumps
+    hold only groups without completion tracking (gloo). A gloo collective blocks the thread that
+    waits on it, so a rank that created work in another group later is not waiting in this one: its
+    last entry there finished, though nothing in the dump says so."""
+    e = flight.entries
+    if e.is_empty() or not untracked:
+        return {}
+    per = (
+        e.filter(pl.col("time_created_ns").is_not_null() & pl.col("rank").is_not_null())
+        .group_by("rank")
+        .agg(
+            pl.col("pg_name").sort_by("time_created_ns").last().alias("_newest"),
+            pl.col("pg_name").is_in(list(untracked)).all().alias("_all_untracked"),
+        )
+        .filter(pl.col("_all_untracked") & pl.col("_newest").is_not_null())
+    )
+    return {int(r): str(g) for r, g in per.select("rank", "_newest").iter_rows()}
 
 
 def flight_progress(flight: FlightFrames) -> pl.DataFrame:

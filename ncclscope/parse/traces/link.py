@@ -13,6 +13,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.parse.traces.events import COMM_FIELDS
+from ncclscope.parse.traces.gloo_groups import LANE, assign_groups
 
 # Element sizes by the dtype spellings torch writes (`Float`, `c10::BFloat16`, `long int`, `unsigned char`…).
 _DTYPES: dict[str, tuple[str, int]] = {
@@ -217,19 +218,23 @@ def collectives_of(
     return _finish(_with_step(out, steps, "launch_us"))
 
 
-def gloo_of(ops: pl.DataFrame, nccl: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+def gloo_of(
+    ops: pl.DataFrame, nccl: pl.DataFrame, steps: pl.DataFrame, pgs: pl.DataFrame
+) -> tuple[pl.DataFrame, tuple[str, ...]]:
     """CPU collectives of gloo runs. A rank whose trace has `c10d::<op>` calls but neither
     `record_param_comms` nor an NCCL kernel (gloo under torch 2.13): one row per call (`_c10d_rows`).
-    Any other rank (e.g. HTA's gloo trace, `gloo:*` spans only): the `gloo:<op>` span is the collective."""
+    Any other rank (e.g. HTA's gloo trace, `gloo:*` spans only): the `gloo:<op>` span is the collective.
+    Each gets its process group from the thread its span ran on (`gloo_groups`), with notes when not."""
     g = ops.filter(_txt("name").str.starts_with("gloo:"))
     c = _c10d_calls(ops, nccl)
     if g.is_empty() and c.is_empty():
-        return S.empty(S.TRACE_COLLECTIVES)
+        return S.empty(S.TRACE_COLLECTIVES), ()
     by_call = pl.col("rank").is_in(c["rank"].unique().implode())
     out = pl.concat(
         [_gloo_spans(g.filter(~by_call)), _c10d_rows(c, g.filter(by_call))], how="diagonal_relaxed"
     )
-    return _finish(_with_step(out, steps, "launch_us"))
+    out, notes = assign_groups(out, pgs)
+    return _finish(_with_step(out, steps, "launch_us")), notes
 
 
 def _gloo_spans(g: pl.DataFrame) -> pl.DataFrame:
@@ -248,6 +253,7 @@ def _gloo_spans(g: pl.DataFrame) -> pl.DataFrame:
         pl.col("ts").alias("start_us"),
         (pl.col("ts") + pl.col("dur")).alias("end_us"),
         pl.col("dur").alias("dur_us"),
+        pl.col("tid").alias(LANE),
     )
 
 
@@ -284,7 +290,7 @@ def _c10d_rows(c: pl.DataFrame, g: pl.DataFrame) -> pl.DataFrame:
         (pl.col("_gop") == "allreduce") & (pl.col("op") == "reduce_scatter")
     )
     ok = same & (pl.col("_gts") >= pl.col("ts"))
-    p = p.with_columns(*(pl.when(ok).then(pl.col(x)).alias(x) for x in ("_gend", "_gdims", "_gtype")))
+    p = p.with_columns(*(pl.when(ok).then(pl.col(x)).alias(x) for x in ("_gend", "_gdims", "_gtype", LANE)))
     in_call, out_call = _c10d_sizes(_txt("input_dims"), _txt("name"))
     first_type = r'"([^"]*)"'
     dname, dbytes = _dtype(
@@ -307,6 +313,7 @@ def _c10d_rows(c: pl.DataFrame, g: pl.DataFrame) -> pl.DataFrame:
         pl.col("ts").alias("start_us"),
         pl.col("_gend").alias("end_us"),
         (pl.col("_gend") - pl.col("ts")).alias("dur_us"),
+        LANE,
     )
 
 
@@ -335,6 +342,7 @@ def _numbered_spans(g: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
             (pl.col("ts") + pl.col("dur")).alias("_gend"),
             _txt("input_dims").alias("_gdims"),
             _txt("input_type").alias("_gtype"),
+            pl.col("tid").alias(LANE),
         )
     )
 

@@ -208,7 +208,9 @@ def _frame(
     for c in ("external_id", "correlation"):
         if c in cols:
             exprs.append(pl.col(c).cast(pl.Int64, strict=False))
-    exprs.extend(pl.col(c).cast(pl.Utf8) for c in cols if c in _TEXT)
+    exprs.extend(pl.col(c).cast(pl.Utf8) for c in cols if c in _TEXT and c != "input_dims")
+    if "input_dims" in cols:  # numbers and brackets only: a re-indented trace reads as Kineto's one line
+        exprs.append(pl.col("input_dims").cast(pl.Utf8).str.replace_all(r"\s+", "").alias("input_dims"))
     return df.with_columns(exprs)
 
 
@@ -237,9 +239,9 @@ def _build(
         (pl.col("ts") + pl.col("dur")).alias("end_us"),
         pl.col("dur").alias("dur_us"),
     )
-    colls = pl.concat(
-        [collectives_of(nccl, launches, ops, steps), gloo_of(ops, nccl, steps)], how="diagonal_relaxed"
-    )
+    pg = pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS)
+    gloo, group_notes = gloo_of(ops, nccl, steps, pg)
+    colls = pl.concat([collectives_of(nccl, launches, ops, steps), gloo], how="diagonal_relaxed")
     era = nccl.group_by("rank").agg(
         pl.when(pl.col("name").cast(pl.Utf8).str.starts_with("ncclDevKernel").any())
         .then(pl.lit("ncclDevKernel"))
@@ -252,8 +254,9 @@ def _build(
         steps=S.conform(steps, S.TRACE_STEPS),
         kernels=S.conform(kernels, S.TRACE_KERNELS),
         ranks=S.conform(rk, S.TRACE_RANKS).sort("rank"),
-        pgs=pl.concat(pgs) if pgs else S.empty(S.TRACE_PGS),
+        pgs=pg,
         notes=notes
+        + group_notes
         + range_notes(nccl, ops)
         + _missing_kernel_notes(ops, nccl, rk)
         + _unpaired_call_notes(colls),
