@@ -12,7 +12,7 @@ notebook asks for the full frames (`LogFrames.collectives`, `LogFrames.unknown_l
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import polars as pl
@@ -27,6 +27,7 @@ from ncclscope.parse.logs.prepare import prepare
 from ncclscope.parse.logs.reader import file_size
 from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts
 from ncclscope.parse.logs.spawn import workers_for
+from ncclscope.parse.logs.spool import Spool
 from ncclscope.tuning import DEFAULT, Tuning
 
 __all__ = ["prepare", "read_logs"]
@@ -65,11 +66,15 @@ def _fmt(n: int) -> str:
 
 
 def _merged(
-    paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None
+    paths: Sequence[str],
+    tuning: Tuning,
+    keep: Keep,
+    progress: Callable[[str], None] | None,
+    sources: Mapping[str, str],
 ) -> Merged:
-    size = sum(file_size(p) or 0 for p in paths)
+    size = sum(file_size(sources.get(p, p)) or 0 for p in paths)
     workers = workers_for(tuning, size)
-    plan = P.plan(paths, tuning, _steps(size, workers, tuning))
+    plan = P.plan(paths, tuning, _steps(size, workers, tuning), sources)
     left = Counter(seg.path for piece in plan for seg in piece.segments)  # segments still to read, per file
     segments = {piece.index: piece.segments for piece in plan}
     done = [0, 0]  # files, lines
@@ -85,23 +90,27 @@ def _merged(
     return Merged(pool.run(plan, tuning, keep=keep, progress=tick), paths, tuning, keep=keep)
 
 
-def _full_frames(paths: Sequence[str], tuning: Tuning) -> FullFrames:
-    m = _merged(paths, tuning, Keep(unknown=True, coll=True, bounded=False), None)
+def _full_frames(paths: Sequence[str], tuning: Tuning, spool: Spool | None) -> FullFrames:
+    m = _merged(paths, tuning, Keep(unknown=True, coll=True, bounded=False), None, _sources(spool))
     assert m.coll_frame is not None
     return FullFrames(m.coll_frame, m.tables["unknown"])
 
 
 def _coll_rows(
-    paths: Sequence[str], tuning: Tuning, keys: pl.DataFrame, op_counts: Sequence[int]
+    paths: Sequence[str], tuning: Tuning, spool: Spool | None, keys: pl.DataFrame, op_counts: Sequence[int]
 ) -> pl.DataFrame:
     """schema.COLLECTIVES rows of `keys` (frames_coll.KEY) at `op_counts`, the inputs read again: each piece
     keeps only those rows (`Keep.select`), so the memory held is that of the rows asked for."""
     sel = CollSelect(
         tuple(keys.select(KEY).unique(maintain_order=True).rows()), tuple(sorted(set(op_counts)))
     )
-    m = _merged(paths, tuning, Keep(coll=True, select=sel), None)
+    m = _merged(paths, tuning, Keep(coll=True, select=sel), None, _sources(spool))
     assert m.coll_frame is not None
     return m.coll_frame
+
+
+def _sources(spool: Spool | None) -> dict[str, str]:
+    return {STDIN: spool.name} if spool is not None else {}
 
 
 def read_logs(
@@ -110,13 +119,14 @@ def read_logs(
     """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read.
 
     The COLL lines are kept as facts (`LogFrames.coll`); `LogFrames.collectives` reads the input again
-    when asked (stdin, which cannot be read twice, keeps them). Unknown lines are kept whole for inputs
-    up to `tuning.full_frames_max_bytes`, else only those rules may cite (`LogFrames.unknown_lines` reads
+    when asked (stdin from its spool, `spool.py`). Unknown lines are kept whole for inputs up to
+    `tuning.full_frames_max_bytes`, else only those rules may cite (`LogFrames.unknown_lines` reads
     them all again)."""
-    stdin = STDIN in paths
-    size = sum(file_size(p) or 0 for p in paths)
-    keep = Keep(unknown=size <= tuning.full_frames_max_bytes or stdin, coll=stdin)
-    m = _merged(paths, tuning, keep, progress)
+    spool = Spool(tuning=tuning) if STDIN in paths else None
+    sources = _sources(spool)
+    size = sum(file_size(sources.get(p, p)) or 0 for p in paths)
+    keep = Keep(unknown=size <= tuning.full_frames_max_bytes)
+    m = _merged(paths, tuning, keep, progress, sources)
     coll = CollFacts(m.procs, m.seqs, m.coll_lines, m.coll_frame)
     return LogFrames(
         **{n: t for n, t in m.tables.items()},
@@ -124,9 +134,9 @@ def read_logs(
         streams=m.streams,
         inputs=tuple(m.inputs),
         coverage=m.coverage,
-        notes=m.notes,
+        notes=(*spool.notes, *m.notes) if spool is not None else m.notes,
         nccltests_marked=m.marked - {STDIN},
         unknown_count=None if m.whole_unknown else m.unknown_count,
-        rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning),
-        fetch_coll=None if stdin else partial(_coll_rows, tuple(paths), tuning),
+        rebuild=partial(_full_frames, tuple(paths), tuning, spool),  # (each holds the spool while it lives)
+        fetch_coll=partial(_coll_rows, tuple(paths), tuning, spool),
     )
