@@ -23,7 +23,7 @@ from ncclscope.findings import Context, all_rules, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
-from ncclscope.parse.logs.timestamps import distrust_subseconds
+from ncclscope.parse.logs.lines.timestamps import distrust_subseconds
 from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report
 from ncclscope.parse.traces.read import TraceFrames

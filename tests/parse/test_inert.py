@@ -14,9 +14,10 @@ from polars.testing import assert_frame_equal
 from ncclscope import grammar as G
 from ncclscope.frames import LogFrames
 from ncclscope.parse import classify_inputs, read_logs
-from ncclscope.parse.logs import evidence, inert, needles, peel
-from ncclscope.parse.logs.reader import ReadStats, read_chunks
-from ncclscope.parse.logs.runtime_lines import ANCHOR
+from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.keep import evidence, inert
+from ncclscope.parse.logs.lines import needles, peel
+from ncclscope.parse.logs.lines.runtime_lines import ANCHOR
 from ncclscope.session import analyze
 from ncclscope.tuning import Tuning
 

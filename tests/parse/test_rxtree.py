@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncclscope.parse.logs import needles, rxtree
+from ncclscope.parse.logs.lines import needles, rxtree
 
 # (pattern, the needles expected: one of them is in every match; None: no needle set)
 CASES = [

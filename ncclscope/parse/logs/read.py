@@ -20,14 +20,14 @@ import polars as pl
 from ncclscope.frames import FullFrames, LogFrames
 from ncclscope.frames_coll import KEY, CollFacts
 from ncclscope.parse.inputs import STDIN
-from ncclscope.parse.logs import pieces as P
-from ncclscope.parse.logs import pool
+from ncclscope.parse.logs.engine import pieces as P
+from ncclscope.parse.logs.engine import pool
+from ncclscope.parse.logs.engine.reader import file_size
+from ncclscope.parse.logs.engine.spawn import workers_for
+from ncclscope.parse.logs.engine.spool import Spool
+from ncclscope.parse.logs.lines.prepare import prepare
 from ncclscope.parse.logs.merge import Merged
-from ncclscope.parse.logs.prepare import prepare
-from ncclscope.parse.logs.reader import file_size
-from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts
-from ncclscope.parse.logs.spawn import workers_for
-from ncclscope.parse.logs.spool import Spool
+from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts, reduce_piece
 from ncclscope.tuning import DEFAULT, Tuning
 
 __all__ = ["prepare", "read_logs"]
@@ -87,7 +87,8 @@ def _merged(
         if progress is not None:
             progress(f"read {done[0]}/{len(left)} files, {_fmt(done[1])} lines")
 
-    return Merged(pool.run(plan, tuning, keep=keep, progress=tick), paths, tuning, keep=keep)
+    facts = pool.run(plan, tuning, reduce=reduce_piece, keep=keep, progress=tick)
+    return Merged(facts, paths, tuning, keep=keep)
 
 
 def _full_frames(paths: Sequence[str], tuning: Tuning, spool: Spool | None) -> FullFrames:

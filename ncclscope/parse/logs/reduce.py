@@ -20,17 +20,18 @@ import polars as pl
 from ncclscope import frames_coll as FC
 from ncclscope import schema as S
 from ncclscope.errors import InputError
-from ncclscope.parse.logs import collfacts, collfast, evidence, inert, peel, rejoin, rx, streams
-from ncclscope.parse.logs.bounded import Caps, Held, Trimmed
-from ncclscope.parse.logs.catalog import split_known, split_torch_known
-from ncclscope.parse.logs.match import match_families
-from ncclscope.parse.logs.peel import MAX_TEXT
-from ncclscope.parse.logs.pieces import Piece, read_segment
-from ncclscope.parse.logs.prepare import prepare
-from ncclscope.parse.logs.reader import ReadStats
-from ncclscope.parse.logs.runtime_rows import torch_rows
-from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
-from ncclscope.parse.logs.transform import overflow
+from ncclscope.parse.logs.engine.pieces import Piece, read_segment
+from ncclscope.parse.logs.engine.reader import ReadStats
+from ncclscope.parse.logs.keep import evidence, inert
+from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed
+from ncclscope.parse.logs.lines import collfacts, collfast, peel, rejoin, rx, streams
+from ncclscope.parse.logs.lines.catalog import split_known, split_torch_known
+from ncclscope.parse.logs.lines.match import match_families
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
+from ncclscope.parse.logs.lines.prepare import prepare
+from ncclscope.parse.logs.lines.runtime_rows import torch_rows
+from ncclscope.parse.logs.lines.transform import TABLES as FAMILY_TABLES
+from ncclscope.parse.logs.lines.transform import overflow
 from ncclscope.parse.nccltests.markers import MARKERS_RX
 from ncclscope.tuning import DEFAULT, Tuning
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from ncclscope.parse.decoding import text_encoding
 from ncclscope.parse.inputs import STDIN
-from ncclscope.parse.logs.reader import ReadStats, _numbered, _open, file_size
+from ncclscope.parse.logs.engine.reader import ReadStats, _numbered, _open, file_size
 from ncclscope.parse.unpack import HEAD, compression
 from ncclscope.tuning import DEFAULT, Tuning
 

@@ -21,6 +21,7 @@ import polars as pl
 
 from ncclscope.errors import InputError, LimitError
 from ncclscope.parse.archive import open_input
+from ncclscope.parse.bounds import MAX_LINE
 from ncclscope.parse.decoding import clean, text_encoding
 from ncclscope.parse.inputs import STDIN
 from ncclscope.parse.unpack import (
@@ -35,7 +36,6 @@ from ncclscope.parse.unpack import (
 from ncclscope.tuning import DEFAULT, Tuning
 
 BLOCK = DEFAULT.read_block_bytes  # bytes per read (one Polars chunk of lines)
-MAX_LINE = 64 << 10  # characters of one line that are parsed; the rest is cut
 
 
 @dataclass
@@ -156,9 +156,14 @@ SMALL_BLOCK = 256 << 10
 def _to_frame(block: bytes, path: str, first_line: int, *, ascii_text: bool = False) -> pl.DataFrame:
     """Numbered lines of `block`; `ascii_text`: the block is known to be ASCII (read as strict UTF-8,
     ~10% faster than the lossy decoder, the same text)."""
+    if len(block) <= SMALL_BLOCK and b"\x01" not in block and not block.startswith(SNIFFED_BY_POLARS):
+        lines = block.decode("utf-8", errors="replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if b"\r" in block:  # as Polars' reader: one CR before a line end is not the line's
+            lines = [s.removesuffix("\r") for s in lines]
+        return _numbered_frame(pl.Series("raw", lines, dtype=pl.Utf8), path, first_line)
     try:  # Polars' CSV reader splits lines in parallel, with \x01 as a "separator" no log line holds
-        if len(block) <= SMALL_BLOCK:
-            raise ValueError("a small block: split in Python")
         if b"\x01" in block or block.startswith(SNIFFED_BY_POLARS):  # Polars would decompress `x^…`
             raise ValueError("control character in the text, or a compression magic number first")
         raw = pl.read_csv(
@@ -177,6 +182,10 @@ def _to_frame(block: bytes, path: str, first_line: int, *, ascii_text: bool = Fa
         if lines and lines[-1] == "":
             lines.pop()
         raw = pl.Series("raw", lines, dtype=pl.Utf8)
+    return _numbered_frame(raw, path, first_line)
+
+
+def _numbered_frame(raw: pl.Series, path: str, first_line: int) -> pl.DataFrame:
     n = raw.len()
     return pl.DataFrame({"raw": raw}).select(
         pl.lit(path).alias("path"),

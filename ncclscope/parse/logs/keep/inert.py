@@ -24,11 +24,12 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs import evidence, needles, peel
-from ncclscope.parse.logs.catalog import torch_needles
-from ncclscope.parse.logs.peel import MAX_TEXT
-from ncclscope.parse.logs.rejoin import MAX_RUN
-from ncclscope.parse.logs.runtime_anchor import ANCHOR
+from ncclscope.parse.logs.keep import evidence
+from ncclscope.parse.logs.lines import needles, peel
+from ncclscope.parse.logs.lines.catalog import torch_needles
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
+from ncclscope.parse.logs.lines.rejoin import MAX_RUN
+from ncclscope.parse.logs.lines.runtime_anchor import ANCHOR
 from ncclscope.parse.nccltests.markers import MARKERS
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).

@@ -22,7 +22,7 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
+from ncclscope.parse.logs.lines.runtime_anchor import ANCHOR, MAX_CHARS
 
 Row = dict[str, object]
 COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ncclscope.parse.logs import rxtree
+from ncclscope.parse.logs.lines import rxtree
 
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)
 MAX_ALTS = 16  # strings a multiplied-out needle set may hold
