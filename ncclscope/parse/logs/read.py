@@ -25,6 +25,7 @@ from ncclscope.parse.logs.engine import pool
 from ncclscope.parse.logs.engine.reader import file_size
 from ncclscope.parse.logs.engine.spawn import workers_for
 from ncclscope.parse.logs.engine.spool import Spool
+from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
 from ncclscope.parse.logs.lines.prepare import prepare
 from ncclscope.parse.logs.merge import Merged
 from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts, reduce_piece
@@ -91,21 +92,27 @@ def _merged(
     return Merged(facts, paths, tuning, keep=keep)
 
 
-def _full_frames(paths: Sequence[str], tuning: Tuning, spool: Spool | None) -> FullFrames:
-    m = _merged(paths, tuning, Keep(unknown=True, coll=True, bounded=False), None, _sources(spool))
+def _full_frames(paths: Sequence[str], tuning: Tuning, spool: Spool | None, policy: KeepPolicy) -> FullFrames:
+    keep = Keep(unknown=True, coll=True, bounded=False, policy=policy)
+    m = _merged(paths, tuning, keep, None, _sources(spool))
     assert m.coll_frame is not None
     return FullFrames(m.coll_frame, m.tables["unknown"])
 
 
 def _coll_rows(
-    paths: Sequence[str], tuning: Tuning, spool: Spool | None, keys: pl.DataFrame, op_counts: Sequence[int]
+    paths: Sequence[str],
+    tuning: Tuning,
+    spool: Spool | None,
+    policy: KeepPolicy,
+    keys: pl.DataFrame,
+    op_counts: Sequence[int],
 ) -> pl.DataFrame:
     """schema.COLLECTIVES rows of `keys` (frames_coll.KEY) at `op_counts`, the inputs read again: each piece
     keeps only those rows (`Keep.select`), so the memory held is that of the rows asked for."""
     sel = CollSelect(
         tuple(keys.select(KEY).unique(maintain_order=True).rows()), tuple(sorted(set(op_counts)))
     )
-    m = _merged(paths, tuning, Keep(coll=True, select=sel), None, _sources(spool))
+    m = _merged(paths, tuning, Keep(coll=True, select=sel, policy=policy), None, _sources(spool))
     assert m.coll_frame is not None
     return m.coll_frame
 
@@ -115,18 +122,23 @@ def _sources(spool: Spool | None) -> dict[str, str]:
 
 
 def read_logs(
-    paths: Sequence[str], *, progress: Callable[[str], None] | None = None, tuning: Tuning = DEFAULT
+    paths: Sequence[str],
+    *,
+    progress: Callable[[str], None] | None = None,
+    tuning: Tuning = DEFAULT,
+    policy: KeepPolicy = POSITIONAL,
 ) -> LogFrames:
     """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read.
 
     The COLL lines are kept as facts (`LogFrames.coll`); `LogFrames.collectives` reads the input again
     when asked (stdin from its spool, `spool.py`). Unknown lines are kept whole for inputs up to
     `tuning.full_frames_max_bytes`, else only those rules may cite (`LogFrames.unknown_lines` reads
-    them all again)."""
+    them all again). `policy`: what the consumers search unknown lines for (the session passes theirs; the
+    default keeps only the positional evidence of a big input)."""
     spool = Spool(tuning=tuning) if STDIN in paths else None
     sources = _sources(spool)
     size = sum(file_size(sources.get(p, p)) or 0 for p in paths)
-    keep = Keep(unknown=size <= tuning.full_frames_max_bytes)
+    keep = Keep(unknown=size <= tuning.full_frames_max_bytes, policy=policy)
     m = _merged(paths, tuning, keep, progress, sources)
     coll = CollFacts(m.procs, m.seqs, m.coll_lines, m.coll_frame)
     return LogFrames(
@@ -138,6 +150,8 @@ def read_logs(
         notes=(*spool.notes, *m.notes) if spool is not None else m.notes,
         nccltests_marked=m.marked - {STDIN},
         unknown_count=None if m.whole_unknown else m.unknown_count,
-        rebuild=partial(_full_frames, tuple(paths), tuning, spool),  # (each holds the spool while it lives)
-        fetch_coll=partial(_coll_rows, tuple(paths), tuning, spool),
+        rebuild=partial(
+            _full_frames, tuple(paths), tuning, spool, policy
+        ),  # (each holds the spool while it lives)
+        fetch_coll=partial(_coll_rows, tuple(paths), tuning, spool, policy),
     )
