@@ -176,7 +176,8 @@ def _env(tree: Path | None) -> dict[str, str]:
 
 def tools(base: Path | None) -> dict[str, tuple[list[str], dict[str, str]]]:
     """name -> (argv without the input, env)."""
-    out = {"this": ([sys.executable, "-m", "ncclscope", "analyze"], _env(None))}
+    # This tree's package by path: the shared venv's installed `ncclscope` may be another checkout's.
+    out = {"this": ([sys.executable, "-m", "ncclscope", "analyze"], _env(HERE.parent))}
     if base is not None:
         out["base"] = ([sys.executable, "-m", "ncclscope", "analyze"], _env(base))
     out["loop"] = ([sys.executable, "-c", LOOP, str(HERE.parent)], _env(None))

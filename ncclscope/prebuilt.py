@@ -39,9 +39,9 @@ WARM = (
     "ncclscope.grammar:catalog_table:nccl_catalog.lark",
     "ncclscope.grammar:catalog_table:torch_catalog.lark",
     "ncclscope.parse.nccltests.patterns:_table",
-    "ncclscope.parse.logs.match:_needles",
-    "ncclscope.parse.logs.inert:candidate_pattern",
-    "ncclscope.parse.logs.runtime_lines:parser",
+    "ncclscope.parse.logs.lines.match:_needles",
+    "ncclscope.parse.logs.keep.inert:candidate_pattern",
+    "ncclscope.parse.logs.lines.runtime_lines:parser",
 )
 
 

@@ -6,6 +6,7 @@ prints, it returns a `Session` holding every stage's output and every finding.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,8 @@ from ncclscope.findings import Context, all_rules, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
-from ncclscope.parse.logs.timestamps import distrust_subseconds
+from ncclscope.parse.logs.keep.policy import KeepPolicy
+from ncclscope.parse.logs.lines.timestamps import distrust_subseconds
 from ncclscope.parse.ncclreports.read import NcclReports, read_nccl_reports
 from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report
@@ -62,6 +64,21 @@ class Session:
         return any(f.severity == "error" for f in self.findings)
 
 
+@functools.cache
+def keep_policy() -> KeepPolicy:
+    """What every consumer searches unknown lines for, as each declares it: the rules (`@rule(searches=)`),
+    the quoted errors they share, align (the clean end, launchers, RCCL's banner, which diff reads too)
+    and hang (crash-like last lines). The reader keeps the lines these match in a big input."""
+    from ncclscope.align import facts_inputs, phase
+    from ncclscope.findings import quoted
+    from ncclscope.findings.registry import rule_searches
+    from ncclscope.hang import exits
+
+    return KeepPolicy.of(
+        exits.SEARCHES, phase.SEARCHES, rule_searches(), facts_inputs.SEARCHES, quoted.SEARCHES
+    )
+
+
 def analyze(
     paths: Sequence[str],
     *,
@@ -76,7 +93,11 @@ def analyze(
     inputs = parse.classify_inputs(list(paths) + list(trace_paths), tuning)
     # No logs: skip the log reader and rank identification (and their imports); they would return
     # exactly these empty frames.
-    logs = parse.read_logs(inputs.logs, progress=progress, tuning=tuning) if inputs.logs else LogFrames()
+    logs = (
+        parse.read_logs(inputs.logs, progress=progress, tuning=tuning, policy=keep_policy())
+        if inputs.logs
+        else LogFrames()
+    )
     logs = distrust_subseconds(logs)  # NCCL 2.26.2 misprints sub-second timestamps
     flight = parse.read_flight(inputs.dumps, tuning=tuning) if inputs.dumps else None
     # NCCL's own reports: ncclparam's settings join the `set by environment` rows; RAS feeds the hang view.

@@ -31,7 +31,7 @@ class Tuning:
     log_workers: int | None = None  # worker processes besides the caller; None: one per other core, at most 7
     log_pool_min_bytes: int = 64 << 20  # a smaller log set is read in the calling process
     # Opt-in (NCCLSCOPE_PIN_CPUS=1): the CLI's log workers and the caller each keep to one CPU while the
-    # pieces are read (Linux; see `parse.logs.spawn`): the 243 MB COLL set 0.967x wall, 0.981x CPU (16 paired
+    # pieces are read (Linux; see `parse.logs.engine.spawn`): the 243 MB COLL set 0.967x wall, 0.981x CPU (16 paired
     # runs, bench/README.md). Off by default (issue 30): ~3% is not worth changing the affinity of a
     # process and its threads, which a user's own pinning (taskset, a container's cpuset) may rely on.
     pin_log_processes: bool = False

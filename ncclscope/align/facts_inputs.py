@@ -16,6 +16,7 @@ import polars as pl
 
 from ncclscope.align.phase import APP_END, TEARDOWN_MSG
 from ncclscope.frames import LogFrames
+from ncclscope.parse.logs.keep.policy import Search
 
 Sure = Literal["proven", "likely", "unknown"]
 RCCL_BANNER = r"^\s*RCCL version\s*:?\s*(\S+)"
@@ -49,10 +50,15 @@ LAUNCHERS = (
     ("mpirun", r"\bmpirun\b|OMPI_COMM_WORLD|prterun"),
     ("deepspeed", r"deepspeed\.launcher"),
 )
-# Every launcher pattern and nccl-tests' footer, as `parse.logs.evidence.KEEP` holds them for big inputs.
+# Every launcher pattern and nccl-tests' footer (declared in SEARCHES: kept for it in big inputs).
 LAUNCHER = (
     r"torch\.distributed\.(?:run|elastic)|\[default\d+\]:|\bsrun\b|SLURM_JOB|slurmstepd|\bmpirun\b"
     r"|OMPI_COMM_WORLD|prterun|deepspeed\.launcher|#\s*Avg bus bandwidth\s*:"
+)
+# What this module (and diff's version facts, which read the same banner) searches unknown lines for.
+SEARCHES = (
+    Search("align/facts_inputs.py LAUNCHER", LAUNCHER),
+    Search("align/facts_inputs.py RCCL_BANNER", RCCL_BANNER),
 )
 
 

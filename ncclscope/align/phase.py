@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ncclscope.frames import LogFrames
+from ncclscope.parse.logs.keep.policy import Search
 
 # NCCL's own teardown vocabulary (see the module docstring for the source of each).
 TEARDOWN_MSG = (
@@ -35,6 +36,7 @@ APP_END = (
     r'"key": "run_stop".*"status": "success"|destroy_process_group\(\) (?:was )?called'
     r"|[Ww]orker group (?:successfully )?finished|WorkerState\.SUCCEEDED"
 )
+SEARCHES = (Search("align/phase.py APP_END", APP_END),)  # kept for it in big inputs (`keep.policy`)
 # PyTorch rows that are failures by themselves.
 TORCH_FAILURE = ("watchdog_timeout", "backend_error", "desync", "taking_down", "terminate", "heartbeat_stuck")
 _PHASE_SCHEMA = {"path": pl.Utf8, "teardown_line": pl.Int64, "failure_line": pl.Int64}

@@ -126,11 +126,11 @@ def parse_rank_map(spec: str | None) -> dict[str, int] | None:
 
 def start_log_workers(paths: list[str], trace: list[str], run: Tuning) -> None:
     """Start the log reader's worker processes now, before this process imports Polars and the reader,
-    so that their start-up (~0.4 s each) and ours overlap (`parse.logs.spawn`). Best effort: any input
+    so that their start-up (~0.4 s each) and ours overlap (`parse.logs.engine.spawn`). Best effort: any input
     this cannot classify is left to the analysis, which reports it."""
     from ncclscope.parse.archive import locate
     from ncclscope.parse.inputs import classify_inputs
-    from ncclscope.parse.logs.spawn import polars_threads, prestart, workers_for
+    from ncclscope.parse.logs.engine.spawn import polars_threads, prestart, workers_for
 
     try:
         logs = classify_inputs([*paths, *trace], run).logs

@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope.align.facts_bw import ring_plans
+from ncclscope.align.facts_inputs import RCCL_BANNER
 from ncclscope.align.rankmap import transport
 from ncclscope.findings.rules_common import with_rank
 from ncclscope.schema import Schema
@@ -102,7 +103,7 @@ def _versions(s: Session) -> list[pl.DataFrame]:
     out.append(_emit(runs, s, "versions", "nccl-tests", pl.col("tests_version"), "job"))
     # RCCL's banner (`RCCL version : 2.22.3-HEAD:271856d`) has no NCCL prefix: it is the same fact as NCCL's
     # version line, so an AMD run and an NVIDIA run differ in it instead of each printing its own.
-    rccl = s.logs.unknown.with_columns(v=pl.col("text").str.extract(r"^\s*RCCL version\s*:?\s*(\S+)", 1))
+    rccl = s.logs.unknown.with_columns(v=pl.col("text").str.extract(RCCL_BANNER, 1))  # align declares it
     out.append(
         _emit(
             rccl.filter(pl.col("v").is_not_null()),

@@ -12,10 +12,13 @@ from __future__ import annotations
 import polars as pl
 
 from ncclscope.findings.registry import Context
+from ncclscope.parse.logs.keep.policy import Search
 from ncclscope.schema import ORIGIN
 
 WRAPPER = r"^(?:\[[^\]]*\]:?\s*)+"  # launcher tags before a quoted line (`[rank1]: `, `[default0]:`)
 NCCLTESTS = r"Test (CUDA|NCCL) failure \S+:\d+ '(.*)'"
+# Searched for every rule that reads quoted errors (`quoted`): kept for them in big inputs (`keep.policy`).
+SEARCHES = (Search("findings/quoted.py NCCLTESTS", NCCLTESTS),)
 SCHEMA = {**ORIGIN, "message": pl.Utf8}
 
 

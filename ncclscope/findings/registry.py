@@ -20,6 +20,7 @@ from ncclscope.align.traces import AlignedCollectives
 from ncclscope.frames import LogFrames
 from ncclscope.hang.verdict import HangView
 from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.parse.logs.keep.policy import Search
 from ncclscope.parse.ncclreports.read import NcclReports
 from ncclscope.parse.nccltests.read import NcclTestsFrames
 from ncclscope.parse.traces.read import TraceFrames
@@ -70,6 +71,7 @@ class Rule:
     fn: RuleFn
     group: str  # "config" | "errors" | "hang" | "traces" | "warnings"
     post: bool = False  # runs after every other rule and reads their findings (`Context.prior`)
+    searches: tuple[str, ...] = ()  # patterns it searches unknown lines with (kept for it in big inputs)
 
     @property
     def doc(self) -> str:
@@ -80,14 +82,17 @@ REGISTRY: dict[str, Rule] = {}
 
 
 def rule(
-    id: str, severity: Severity, title: str, group: str, *, post: bool = False
+    id: str, severity: Severity, title: str, group: str, *, post: bool = False, searches: tuple[str, ...] = ()
 ) -> Callable[[RuleFn], RuleFn]:
-    """Register a rule under a stable id. The id must be unique across the package."""
+    """Register a rule under a stable id. The id must be unique across the package. `searches`: the patterns
+    it reads unknown lines with (the reader keeps the lines they match in a big input: `rule_searches`)."""
 
     def deco(fn: RuleFn) -> RuleFn:
         if id in REGISTRY:
             raise ValueError(f"duplicate rule id {id!r}")
-        REGISTRY[id] = Rule(id=id, severity=severity, title=title, fn=fn, group=group, post=post)
+        REGISTRY[id] = Rule(
+            id=id, severity=severity, title=title, fn=fn, group=group, post=post, searches=searches
+        )
         return fn
 
     return deco
@@ -116,6 +121,11 @@ def _each(ctx: Context, rules: list[Rule], threads: int) -> list[Finding]:
         return [f for r in rules for f in r.fn(ctx)]
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncclscope-rule") as pool:
         return [f for found in pool.map(lambda r: list(r.fn(ctx)), rules) for f in found]
+
+
+def rule_searches() -> tuple[Search, ...]:
+    """What every rule searches unknown lines for (`keep.policy`), in registry order."""
+    return tuple(Search(f"rule {r.id}", p) for r in all_rules() for p in r.searches)
 
 
 def all_rules() -> list[Rule]:

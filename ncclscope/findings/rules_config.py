@@ -99,7 +99,13 @@ def _ib_absent_reasons(ctx: Context) -> pl.DataFrame:
     return first_per(rows, ["path", "reason"])
 
 
-@rule("net-socket-fallback", "warning", "Inter-node traffic on TCP sockets instead of IB/RoCE", "config")
+@rule(
+    "net-socket-fallback",
+    "warning",
+    "Inter-node traffic on TCP sockets instead of IB/RoCE",
+    "config",
+    searches=(PLUGIN_FAIL,),
+)
 def net_socket_fallback(ctx: Context) -> Iterable[Finding]:
     """Inter-node data over NET/Socket (`Using network Socket` on a multi-node job, or `via NET/Socket`
     channels). Warning, naming why IB is absent (NCCL_IB_DISABLE=1, `NET/IB : No device found`, libibverbs

@@ -260,7 +260,7 @@ def _ib_rows(ctx: Context) -> pl.DataFrame:
     flattened onto one line), and OFI-plugin completion errors (the libfabric equivalent)."""
     cols = [*CITE, "family", "status", "message"]
     w = live_warnings(ctx).filter(pl.col("family").is_in(["ib_completion", "ib_async"])).select(cols)
-    pat = r"Got completion from peer|NET/IB ?: Got completion"
+    pat = IB_COMPLETION
     status = (
         pl.col("text").str.extract(r"(?:with error |status=[A-Z_]*\(?)(\d+)", 1).cast(pl.Int64, strict=False)
     )
@@ -280,7 +280,16 @@ def _ib_rows(ctx: Context) -> pl.DataFrame:
     return pl.concat([w, emb, ofi], how="vertical_relaxed")
 
 
-@rule("ib-error", "error", "InfiniBand/RoCE (or OFI) completion or async error", "errors")
+IB_COMPLETION = r"Got completion from peer|NET/IB ?: Got completion"  # also pasted into another message
+
+
+@rule(
+    "ib-error",
+    "error",
+    "InfiniBand/RoCE (or OFI) completion or async error",
+    "errors",
+    searches=(IB_COMPLETION,),
+)
 def ib_error(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : Got completion from peer … with error|status=N … vendor err M` (also inside a torch `Last
     error`), `Got async event`, and aws-ofi-nccl `NET/OFI Request … completed with error`. Status decoded:

@@ -50,7 +50,11 @@ def _is_nvls() -> pl.Expr:
     )
 
 
-@rule("cuda-error", "error", "CUDA error inside NCCL", "errors")
+UNHANDLED_CUDA = r"(?i)unhandled cuda error|ncclUnhandledCudaError"
+NVLS_BIND = r"Failed to bind NVLink SHARP"
+
+
+@rule("cuda-error", "error", "CUDA error inside NCCL", "errors", searches=(UNHANDLED_CUDA, NVLS_BIND))
 def cuda_error(ctx: Context) -> Iterable[Finding]:
     """`Cuda failure [N] '<msg>'`, `Failed to CUDA calloc`, or, with no such WARN, an `unhandled cuda error`
     in a torch/XLA/nccl-tests message or an error trail whose codes are 1 (ncclUnhandledCudaError).
@@ -96,7 +100,7 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
 
 def _unhandled_cuda_mentions(ctx: Context) -> pl.DataFrame:
     """Lines that only report the result code: torch/XLA exceptions and nccl-tests failures (no NCCL WARN)."""
-    pat = r"(?i)unhandled cuda error|ncclUnhandledCudaError"
+    pat = UNHANDLED_CUDA
     torch = ctx.logs.torch.filter(
         pl.col("text").fill_null("").str.contains(pat) & ~pl.col("text").str.contains(r"NVLS|NVLink SHARP")
     )
@@ -228,7 +232,7 @@ def _all_completed(inits: pl.DataFrame) -> bool:
     return bool(done["phase"].all())
 
 
-@rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors")
+@rule("nvls-failure", "error", "NVLink SHARP (NVLS) setup failed", "errors", searches=(NVLS_BIND,))
 def nvls_failure(ctx: Context) -> Iterable[Finding]:
     """A CUDA failure in transport/nvls.cc (`Cuda failure 401|1|801 …`), the 2.29+ `Failed to bind NVLink
     SHARP (NVLS) Multicast memory` text, or an error trail through nvls.cc. Error. `NVLS multicast support
@@ -266,7 +270,7 @@ def _nvls_rows(ctx: Context) -> pl.DataFrame:
         ]
     )
     torch = ctx.logs.torch.filter(pl.col("text").fill_null("").str.contains(r"NVLink SHARP|NVLS"))
-    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(r"Failed to bind NVLink SHARP"))
+    unk = ctx.logs.unknown.filter(pl.col("text").fill_null("").str.contains(NVLS_BIND))
     trail = ctx.logs.trail.filter(
         pl.col("src_file").fill_null("").str.contains("nvls") & (pl.col("code") != 0)
     )

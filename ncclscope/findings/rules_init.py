@@ -14,8 +14,16 @@ from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import first_per, make, norm_host
 from ncclscope.records import Finding, Severity
 
+ELISION = r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- ?snip ?--)\s*$"
 
-@rule("init-incomplete", "error", "Communicator init started but did not complete", "config")
+
+@rule(
+    "init-incomplete",
+    "error",
+    "Communicator init started but did not complete",
+    "config",
+    searches=(ELISION,),
+)
 def init_incomplete(ctx: Context) -> Iterable[Finding]:
     """Ranks with `Init START` but no `Init COMPLETE` for the same communicator. Ranks whose later lines prove
     init finished (COLL lines on that communicator's pointer, or PyTorch watchdog/status lines naming a
@@ -93,9 +101,6 @@ def _silent_after(ctx: Context, stuck: pl.DataFrame) -> bool:
     ends = norm_host(stuck).group_by("path", "host", "pid").agg(pl.col("line").max().alias("start_line"))
     later = ends.join(last, on=["path", "host", "pid"], how="left")
     return bool((later["last_line"].fill_null(0) <= later["start_line"]).all())
-
-
-ELISION = r"^\s*(?:\.{3,}|。{2,}|…+|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|-- ?snip ?--)\s*$"
 
 
 def _excerpt_cut(ctx: Context, stuck: pl.DataFrame) -> bool:

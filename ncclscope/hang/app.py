@@ -2,7 +2,7 @@
 
 Application output is evidence too: a Python traceback's last line (`torch.OutOfMemoryError: CUDA out of
 memory …`, `RuntimeError: CUDA error: …`), spawn's `-- Process N terminated with the following error:`
-and torchrun's ChildFailedError records (ncclscope.parse.logs.app_output links them). An exception is a
+and torchrun's ChildFailedError records (ncclscope.parse.logs.lines.app_output links them). An exception is a
 rank's cause of death when the launcher reported it (spawn's header, a torchrun record) or when the
 rank's log ends within `TAIL_LINES` lines after it. Exceptions that only say a peer went away (gloo
 `Connection closed by peer`, `ncclRemoteError`, timeouts) are echoes; `KeyboardInterrupt`, `SystemExit`
@@ -15,7 +15,7 @@ import polars as pl
 
 from ncclscope.frames import LogFrames
 from ncclscope.hang.exits import STOP_SIGNALS, WAITER_KINDS
-from ncclscope.parse.logs.app_output import exceptions
+from ncclscope.parse.logs.lines.app_output import exceptions
 
 TAIL_LINES = 40  # a dying process still prints a little (destructor warnings, c10d shutdown, buffered prints)
 _STOP = r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|ChildFailedError|ProcessRaisedException)$"

@@ -31,6 +31,7 @@ from ncclscope.frames import LogFrames
 from ncclscope.hang import crashes
 from ncclscope.hang.classify import Ctx, HangVerdict, ev, fmt_ranks
 from ncclscope.hang.crashes import launcher_name
+from ncclscope.parse.logs.keep.policy import Search
 from ncclscope.parse.tail import ends_mid_line
 from ncclscope.records import Evidence
 
@@ -290,6 +291,7 @@ _CRASH = (
     r"Segmentation fault|SIGSEGV|SIGBUS|SIGKILL|Killed|core dumped|out of memory|OutOfMemoryError|CUDA error"
     r"|illegal memory access|Cuda failure|ECC error|Xid|exitcode: -?9|uncorrectable"
 )
+SEARCHES = (Search("hang/exits.py _CRASH", _CRASH),)  # crash-like last lines: kept in big inputs
 
 
 _ENDS: S.Schema = {

@@ -6,6 +6,10 @@ archive's identity (real path, size, mtime, inode) under the temp dir, so that e
 worker process, a second look) opens a member by its name alone (`open_input`). The decompression caps
 of `Tuning` apply to each member and to the archive in total; links, devices and names that climb out
 (`../x`, `/etc/x`) are never written. The stdlib (`tarfile`, `zipfile`) reads the formats.
+
+The folder is a cache, and it is kept small: each use marks its archive's entry, and each new unpack first
+removes entries unused for `CACHE_MAX_AGE_S`, then the least recently used ones idle for `CACHE_MIN_IDLE_S`
+while the cache holds more than `CACHE_MAX_BYTES` (`_prune`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ SEP = "!"
 MAX_MEMBERS = 20_000  # members unpacked from one archive (real: one file per rank, a few hundred)
 _CHUNK = 1 << 20
 _INDEX = "index.json"
+CACHE_MAX_AGE_S = 24 * 3600  # an entry unused this long goes (a ticket's logs are read again within hours)
+CACHE_MAX_BYTES = 2 << 30  # the cache beyond this loses its least recently used entries...
+CACHE_MIN_IDLE_S = 600  # ...those idle this long only (a run of ours may still be reading a newer one)
 
 
 def archive_kind(head: bytes) -> str | None:
@@ -82,8 +89,11 @@ def expand(path: str, kind: str, tuning: Tuning = DEFAULT) -> tuple[list[str], l
         index = folder / _INDEX
         saved = _saved(index)
         if saved is None or saved.get("caps") != _caps(tuning):  # (unpacked under other caps: again)
+            _prune(folder.parent, keep=folder.name)
             _unpack(path, real, kind, folder, tuning)
             saved = _saved(index)
+        else:
+            os.utime(index)  # used now: the last to go
     except OSError as e:
         return [], [f"{path}: archive not read ({e.strerror or e})"]
     try:
@@ -91,6 +101,35 @@ def expand(path: str, kind: str, tuning: Tuning = DEFAULT) -> tuple[list[str], l
     except (KeyError, TypeError) as e:
         return [], [f"{path}: archive not read ({e})"]
     return [f"{path}{SEP}{n}" for n in sorted(names)], notes
+
+
+def _prune(root: Path, keep: str, now: float | None = None) -> None:
+    """Remove cache entries (and half-written ones of dead runs) unused for `CACHE_MAX_AGE_S`, then the
+    least recently used, idle for `CACHE_MIN_IDLE_S`, while the rest holds more than `CACHE_MAX_BYTES`."""
+    import shutil
+    import time
+
+    now = time.time() if now is None else now
+    entries: list[tuple[float, int, Path]] = []
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return
+    for d in children:
+        if d.name == keep or d.is_symlink() or not d.is_dir():
+            continue
+        try:
+            used = max((d / _INDEX).stat().st_mtime if (d / _INDEX).is_file() else 0.0, d.stat().st_mtime)
+            size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file() and not f.is_symlink())
+        except OSError:
+            continue
+        entries.append((used, size, d))
+    total = sum(size for _, size, _ in entries)
+    for used, size, d in sorted(entries, key=lambda e: e[0]):
+        idle = now - used
+        if idle > CACHE_MAX_AGE_S or (total > CACHE_MAX_BYTES and idle > CACHE_MIN_IDLE_S):
+            shutil.rmtree(d, ignore_errors=True)
+            total -= size
 
 
 def _saved(index: Path) -> dict[str, object] | None:

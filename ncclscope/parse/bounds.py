@@ -10,6 +10,7 @@ import math
 
 INT64_MAX = (1 << 63) - 1
 RANK_MAX = (1 << 31) - 1  # torch keeps ranks and group sizes in int32
+MAX_LINE = 64 << 10  # characters of one log line that are parsed; the rest is cut
 
 
 def int_in(v: object, lo: int = -INT64_MAX, hi: int = INT64_MAX) -> int | None:

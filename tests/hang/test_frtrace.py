@@ -16,7 +16,7 @@ import pytest
 from ncclscope.hang import build_hang_view
 from ncclscope.hang.classify import HangVerdict
 from ncclscope.parse import read_flight, read_logs
-from ncclscope.parse.logs import runtime_lines
+from ncclscope.parse.logs.lines import runtime_lines
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 

@@ -23,7 +23,7 @@ from ncclscope.hang import crashes as C
 from ncclscope.hang import exits as X
 from ncclscope.hang.progress import torch_rows
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs.runtime_lines import match
+from ncclscope.parse.logs.lines.runtime_lines import match
 from ncclscope.session import analyze
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"

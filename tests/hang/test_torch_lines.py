@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ncclscope import schema as S
-from ncclscope.parse.logs import runtime_lines
+from ncclscope.parse.logs.lines import runtime_lines
 
 from .torch_line_cases import CASES, NOT_TORCH
 

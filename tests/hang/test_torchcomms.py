@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import ncclscope
-from ncclscope.parse.logs import runtime_lines
+from ncclscope.parse.logs.lines import runtime_lines
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "hang" / "torchcomms_nccl2_timeout_4ranks"
 G = "E1127 23:30:00.500000 41000"

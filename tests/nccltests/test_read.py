@@ -313,7 +313,7 @@ def test_log_reader_notes_the_inputs_with_markers(tmp_path: Path) -> None:
 def test_a_big_log_is_cut_to_its_nccltests_lines(tmp_path: Path) -> None:
     """Only the lines the reader uses are kept from a marked input (streamed, never held whole): an
     nccl-tests run inside a long application log gives the results of the run on its own, at its lines."""
-    from ncclscope.parse.logs.reader import ReadStats, read_chunks
+    from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
     from ncclscope.parse.nccltests.text import relevant, with_body
     from ncclscope.tuning import Tuning
 

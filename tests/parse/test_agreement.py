@@ -18,9 +18,9 @@ from polars.testing import assert_frame_equal
 
 from ncclscope import grammar as G
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import match, peel, rx
-from ncclscope.parse.logs.reader import ReadStats, read_chunks
-from ncclscope.parse.logs.reference import field_text, lark_family
+from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.lines import match, peel, rx
+from ncclscope.parse.logs.lines.reference import field_text, lark_family
 from ncclscope.tuning import Tuning
 
 REPO = Path(__file__).resolve().parents[2]

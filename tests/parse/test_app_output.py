@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs.app_output import exceptions
+from ncclscope.parse.logs.lines.app_output import exceptions
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
 

@@ -227,3 +227,42 @@ def test_a_planted_unpack_folder_is_refused(
     assert inp.logs == (str(tmp_path / "plain.log"),)
     assert any("not this user's private folder" in n for n in inp.notes)
     assert not any((shared / "elsewhere").iterdir())
+
+
+def test_the_unpack_cache_is_pruned(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unpacked archives do not pile up under the temp dir: a new unpack removes entries unused for a day,
+    then the least recently used idle ones while the cache is over its size; a used entry is kept."""
+    import os
+    import tempfile
+    import time
+
+    from ncclscope.parse import archive as A
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    first = _tar(logdir, tmp_path / "a.tar", "w")
+    second = _zip(logdir, tmp_path / "b.zip")
+    third = _tar(logdir, tmp_path / "c.tar.gz", "w:gz")
+    assert classify_inputs([str(first)]).logs
+    root = A._folder(str(first)).parent
+    old = A._folder(str(first))
+    day_ago = time.time() - A.CACHE_MAX_AGE_S - 60
+    os.utime(old / "index.json", (day_ago, day_ago))
+    os.utime(old, (day_ago, day_ago))
+    assert classify_inputs([str(second)]).logs  # a new unpack: the day-old entry goes
+    assert not old.exists() and A._folder(str(second)).exists()
+    hour_ago = time.time() - A.CACHE_MIN_IDLE_S - 60
+    used = A._folder(str(second))
+    os.utime(used / "index.json", (hour_ago, hour_ago))
+    os.utime(used, (hour_ago, hour_ago))
+    monkeypatch.setattr(A, "CACHE_MAX_BYTES", 1)
+    assert classify_inputs([str(second)]).logs  # a use marks it (no unpack, so no pruning)
+    assert classify_inputs([str(third)]).logs  # over the size, but `second` was just used: kept
+    assert used.exists() and sorted(p.name for p in root.iterdir()) == sorted(
+        [used.name, A._folder(str(third)).name]
+    )
+    os.utime(used / "index.json", (hour_ago, hour_ago))
+    os.utime(used, (hour_ago, hour_ago))
+    os.utime(third, None)  # a changed archive is unpacked again: the idle entry over the size goes
+    assert classify_inputs([str(third)]).logs
+    assert not used.exists()

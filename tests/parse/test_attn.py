@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ncclscope.parse.logs.inert import PREFIX_POSSIBLE
+from ncclscope.parse.logs.keep.inert import PREFIX_POSSIBLE
 from ncclscope.parse.logs.read import read_logs
 
 REAL = (

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import catalog as C
+from ncclscope.parse.logs.lines import catalog as C
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "catalog"))

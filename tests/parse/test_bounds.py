@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from ncclscope.parse.logs import reduce
-from ncclscope.parse.logs.bounded import Caps, Trimmed, bound
+from ncclscope.parse.logs.keep.bounded import Caps, Trimmed, bound
 from ncclscope.parse.logs.read import read_logs
 from ncclscope.tuning import Tuning
 
@@ -105,8 +105,8 @@ def test_last_error_successors_are_pruned_and_still_kept(tmp_path: Path) -> None
     kept = lf.unknown.filter(pl.col("text").str.starts_with("plain text"))
     assert kept.height == 400  # the line after each `Last error:` line
     acc = reduce._Acc(reduce.Keep(), t)
-    from ncclscope.parse.logs.pieces import Segment, read_segment
-    from ncclscope.parse.logs.reader import ReadStats
+    from ncclscope.parse.logs.engine.pieces import Segment, read_segment
+    from ncclscope.parse.logs.engine.reader import ReadStats
 
     for chunk in read_segment(Segment(str(p)), ReadStats(), t):
         acc.batch(chunk)
@@ -115,7 +115,7 @@ def test_last_error_successors_are_pruned_and_still_kept(tmp_path: Path) -> None
 
 
 def test_held_rows_stay_within_twice_the_bound() -> None:
-    from ncclscope.parse.logs.bounded import Held
+    from ncclscope.parse.logs.keep.bounded import Held
 
     held, tr = Held("t", Caps(100, 1000)), Trimmed()
     peak = 0

@@ -18,8 +18,8 @@ import pytest
 
 from ncclscope import grammar as G
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import catalog as C
-from ncclscope.parse.logs.match import first_family
+from ncclscope.parse.logs.lines import catalog as C
+from ncclscope.parse.logs.lines.match import first_family
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "catalog"))

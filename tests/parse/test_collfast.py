@@ -11,8 +11,8 @@ from polars.testing import assert_frame_equal
 from ncclscope import frames_coll as FC
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import collfast
-from ncclscope.parse.logs.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.lines import collfast
 from ncclscope.tuning import Tuning
 
 P = "node-1:100:101 [0] NCCL "
@@ -275,7 +275,7 @@ def test_ascii_regex_matches_the_unicode_pattern_on_ascii_text() -> None:
     """The ASCII translation (`(?-u)`, classes spelled out) captures exactly what the Unicode pattern does on
     ASCII text, through Polars' own engine: the wrapper pattern and two patterns with negated classes, on
     random and odd strings."""
-    from ncclscope.parse.logs import peel
+    from ncclscope.parse.logs.lines import peel
 
     rng = random.Random(11)
     texts = pl.Series("t", _random_ascii(rng, 3000), dtype=pl.Utf8)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import catalog as C
+from ncclscope.parse.logs.lines import catalog as C
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = Path("/work/.mirror/NVIDIA+nccl/repo")

@@ -8,7 +8,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import runtime_lines
+from ncclscope.parse.logs.lines import runtime_lines
 
 LOG = """\
 NCCL version 2.19.3+cuda12.3

@@ -16,9 +16,9 @@ import pytest
 
 from ncclscope import grammar as G
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import match, peel
-from ncclscope.parse.logs.reference import parse_line
-from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
+from ncclscope.parse.logs.lines import match, peel
+from ncclscope.parse.logs.lines.reference import parse_line
+from ncclscope.parse.logs.lines.transform import TABLES as FAMILY_TABLES
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "families"
 REGEN = os.environ.get("NCCLSCOPE_REGEN_GOLDEN") == "1"

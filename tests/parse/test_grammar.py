@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs.families import FAMILIES, VARYING
+from ncclscope.parse.logs.lines.families import FAMILIES, VARYING
 
 
 def test_families_and_table_agree() -> None:

@@ -14,10 +14,12 @@ from polars.testing import assert_frame_equal
 from ncclscope import grammar as G
 from ncclscope.frames import LogFrames
 from ncclscope.parse import classify_inputs, read_logs
-from ncclscope.parse.logs import evidence, inert, needles, peel
-from ncclscope.parse.logs.reader import ReadStats, read_chunks
-from ncclscope.parse.logs.runtime_lines import ANCHOR
-from ncclscope.session import analyze
+from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.keep import inert
+from ncclscope.parse.logs.keep.policy import combined
+from ncclscope.parse.logs.lines import needles, peel
+from ncclscope.parse.logs.lines.runtime_lines import ANCHOR
+from ncclscope.session import analyze, keep_policy
 from ncclscope.tuning import Tuning
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,10 +95,12 @@ def test_every_claimed_line_is_a_candidate() -> None:
         ]
         + [lf.collectives.select("path", "line")]
     )
-    kept = lf.unknown.filter(pl.col("text").str.contains(evidence.keep_pattern())).select("path", "line")
+    pattern = combined(keep_policy())
+    assert pattern is not None
+    kept = lf.unknown.filter(pl.col("text").str.contains(pattern)).select("path", "line")
     raw = pl.concat([c for p in paths for c in read_chunks(str(p), ReadStats())])
     want = raw.join(pl.concat([claimed, kept]).unique(), on=["path", "line"], how="semi")
-    mask, _ = inert.candidates(inert.clean_text(want), None)
+    mask, _ = inert.candidates(inert.clean_text(want), None, keep_policy())
     assert mask.all(), want.filter(~mask)["raw"].to_list()[:5]
 
 
@@ -115,7 +119,7 @@ def test_literals(pattern: str, expected: set[str] | None) -> None:
     assert needles.literals(pattern) == (frozenset(expected) if expected is not None else None)
 
 
-_PATTERNS = [G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *evidence.KEEP]
+_PATTERNS = [G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *keep_policy().patterns]
 
 
 @pytest.mark.parametrize("pattern", _PATTERNS, ids=range(len(_PATTERNS)))
@@ -129,26 +133,31 @@ def test_every_match_holds_a_needle(pattern: str, data: st.DataObject) -> None:
     assert needles.contains_one(text, lits), (text, sorted(lits)[:5])
 
 
-def test_keep_patterns_are_the_rules_own() -> None:
-    """`evidence.KEEP` holds every pattern a rule or hang check searches unknown lines with."""
+def test_keep_patterns_are_the_consumers_own() -> None:
+    """The session's `KeepPolicy` is what the consumers declare, each pattern the very constant they search
+    with (no copy in the reader): the rules' `searches=`, the quoted errors, align, hang (and diff reads
+    align's RCCL banner)."""
     from ncclscope.align.facts_inputs import LAUNCHER, RCCL_BANNER
     from ncclscope.align.phase import APP_END
+    from ncclscope.findings.quoted import NCCLTESTS
+    from ncclscope.findings.registry import all_rules
     from ncclscope.findings.rules_config import PLUGIN_FAIL
+    from ncclscope.findings.rules_errors import IB_COMPLETION
+    from ncclscope.findings.rules_gpu import NVLS_BIND, UNHANDLED_CUDA
     from ncclscope.findings.rules_init import ELISION
     from ncclscope.hang.exits import _CRASH
 
-    for pat in (APP_END, PLUGIN_FAIL, ELISION, _CRASH, RCCL_BANNER, LAUNCHER):
-        assert pat in evidence.KEEP
-    for module, pats in (
-        ("findings/rules_gpu.py", evidence.KEEP[4:6]),
-        ("findings/rules_errors.py", evidence.KEEP[6:7]),
-        ("diff/facts.py", evidence.KEEP[7:8]),
-        ("findings/quoted.py", evidence.KEEP[9:10]),
-    ):
-        src = (REPO / "ncclscope" / module).read_text()
-        assert all(repr(p) in src or f'r"{p}"' in src for p in pats), module
-    # Every reader of `logs.unknown` outside the parse stage, by file: a new one must add its pattern to KEEP
-    # (or read positions `evidence` keeps), then update this count.
+    policy = keep_policy()
+    want = (APP_END, PLUGIN_FAIL, ELISION, _CRASH, RCCL_BANNER, LAUNCHER, NCCLTESTS)
+    assert set(policy.patterns) == {*want, IB_COMPLETION, NVLS_BIND, UNHANDLED_CUDA}
+    by_rule = {r.id: r.searches for r in all_rules() if r.searches}
+    assert by_rule["ib-error"] == (IB_COMPLETION,) and ELISION in by_rule["init-incomplete"]
+    src = (REPO / "ncclscope" / "parse").rglob("*.py")
+    assert not any(p in f.read_text() for f in src for p in (APP_END, ELISION, _CRASH, NCCLTESTS))
+    assert "RCCL_BANNER" in (REPO / "ncclscope" / "diff" / "facts.py").read_text()
+    # Every reader of `logs.unknown` outside the parse stage, by file: a new one must declare its pattern
+    # (`@rule(searches=)` or a SEARCHES tuple the session gathers; or read positions `evidence` keeps), then
+    # update this count.
     uses = {}
     for p in sorted((REPO / "ncclscope").rglob("*.py")):
         n = len(re.findall(r"logs\.unknown\b(?!_)", p.read_text()))
@@ -175,7 +184,11 @@ def test_minimal_needles_give_the_same_test(tmp_path: Path, monkeypatch: pytest.
     minimal set exactly when it holds one of the whole set. On the reader's own set and every line of the
     samples, with their text case-swapped and cut too; the set is kept on disk and read back the same."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    whole = inert.needle_set() | {"(?i)Unhandled Cuda Error", "unhandled cuda error here", "NCCL WARN x"}
+    whole = inert.needle_set(keep_policy()) | {
+        "(?i)Unhandled Cuda Error",
+        "unhandled cuda error here",
+        "NCCL WARN x",
+    }
     small = needles.minimal(whole)
     assert len(small) < len(whole) * 0.8 and needles.minimal(whole) == small  # the second read: from disk
     assert list(tmp_path.rglob("minimal-*.json"))
@@ -190,3 +203,18 @@ def test_minimal_needles_give_the_same_test(tmp_path: Path, monkeypatch: pytest.
     bad = [t for t in texts if needles.contains_one(t, whole) != needles.contains_one(t, small)]
     assert not bad, bad[:3]
     assert sum(needles.contains_one(t, small) for t in texts) > len(texts) // 10
+
+
+def test_a_big_input_keeps_what_the_policy_searches(tmp_path: Path) -> None:
+    """Past the budget of whole unknown lines, a line is kept because a consumer declared its pattern: with
+    the session's policy the crash line mid-log is kept, with no search it is counted only."""
+    lines = [f"app line {i}" for i in range(400)]
+    lines[200] = "worker 3: Segmentation fault (core dumped)"
+    path = tmp_path / "rank0.log"
+    path.write_text("node-00:100:100 [0] NCCL INFO Bootstrap : Using eth0\n" + "\n".join(lines) + "\n")
+    small = Tuning(full_frames_max_bytes=0)
+    with_policy = read_logs([str(path)], tuning=small, policy=keep_policy())
+    without = read_logs([str(path)], tuning=small)
+    assert "Segmentation fault" in " ".join(with_policy.unknown["text"].to_list())
+    assert "Segmentation fault" not in " ".join(without.unknown["text"].to_list())
+    assert with_policy.unknown_count == without.unknown_count == 400

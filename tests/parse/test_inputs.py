@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ncclscope.errors import InputError
+from ncclscope.frames_coll import KEY
 from ncclscope.parse import classify_inputs, read_logs
 
 LINES = [
@@ -94,3 +95,30 @@ def test_interleaved_file_keeps_processes_apart(tmp_path: Path) -> None:
     assert lf.streams.height == 3
     assert lf.streams.sort("pid")["n_lines"].to_list() == [4, 4, 4]
     assert lf.streams.sort("pid")["last_line"].to_list() == [10, 11, 12]
+
+
+def test_stdin_is_read_like_the_same_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Piped lines are spooled to a private file as they are read once: stdin keeps no COLL row in memory
+    (the facts, as for a file), the second look and the full frames read the spool again, cited as `-`,
+    and the spool goes with the frames."""
+    import gc
+    import os
+
+    lines = [
+        f"node-00:100:100 [0] NCCL INFO AllReduce: opCount {k:x} sendbuff 0x1 recvbuff 0x2 count 8 "
+        "datatype 7 op 0 root 0 comm 0x50 [nranks=2] stream 0x6"
+        for k in range(40)
+    ]
+    path = _write(tmp_path / "rank0.log", lines)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+    piped, plain = read_logs(["-"]), read_logs([str(path)])
+    assert piped.coll.frame is None and piped.coll.lines == plain.coll.lines == 40
+    keys = plain.collectives.select(KEY).unique()
+    at = piped.coll_lines_at(keys, [3, 5])
+    assert at["op_count"].to_list() == [3, 5] and set(at["path"]) == {"-"}
+    assert piped.collectives.drop("path").equals(plain.collectives.drop("path"))
+    spool = piped.rebuild.args[2].name  # type: ignore[union-attr]
+    assert os.path.exists(spool) and oct(os.stat(spool).st_mode & 0o077) == "0o0"
+    del piped, at
+    gc.collect()
+    assert not os.path.exists(spool)

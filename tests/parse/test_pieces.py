@@ -15,7 +15,8 @@ from polars.testing import assert_frame_equal
 from ncclscope.errors import InputError
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import pieces, read, spawn
+from ncclscope.parse.logs import read
+from ncclscope.parse.logs.engine import pieces, spawn
 from ncclscope.tuning import Tuning
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "logs"
@@ -171,7 +172,7 @@ def test_the_cli_gives_itself_its_share_of_the_cores_before_importing_polars(tmp
     code = (
         "import os, sys; from ncclscope.cli.options import start_log_workers; from ncclscope.tuning import Tuning;"
         f"start_log_workers([{str(log)!r}], [], Tuning(log_pool_min_bytes=0, log_workers=1));"
-        "from ncclscope.parse.logs import spawn; print(os.environ.get('POLARS_MAX_THREADS'), spawn._cores() // 2,"
+        "from ncclscope.parse.logs.engine import spawn; print(os.environ.get('POLARS_MAX_THREADS'), spawn._cores() // 2,"
         " 'polars' in sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
@@ -191,7 +192,7 @@ pin = sys.argv[2] == "1"
 t = Tuning(log_pool_min_bytes=0, log_workers=1, piece_bytes=2000, pin_log_processes=pin)
 before = sorted(os.sched_getaffinity(0))
 start_log_workers(sys.argv[1:2], [], t)
-from ncclscope.parse.logs import spawn
+from ncclscope.parse.logs.engine import spawn
 worker = spawn._SPARE[0].pid
 deadline = time.monotonic() + 20  # the worker keeps to its CPU once its interpreter has started
 while pin and sorted(os.sched_getaffinity(worker)) == before and time.monotonic() < deadline:

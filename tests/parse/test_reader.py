@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from ncclscope.parse.logs import pieces
-from ncclscope.parse.logs.reader import ReadStats, count_notes, read_chunks
+from ncclscope.parse.logs.engine import pieces
+from ncclscope.parse.logs.engine.reader import ReadStats, count_notes, read_chunks
 from ncclscope.tuning import Tuning
 
 

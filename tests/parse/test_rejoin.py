@@ -10,10 +10,11 @@ import pytest
 
 from ncclscope.frames import LogFrames
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import reduce, rejoin
-from ncclscope.parse.logs.prepare import prepare
-from ncclscope.parse.logs.reader import ReadStats, read_chunks
-from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
+from ncclscope.parse.logs import reduce
+from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.lines import rejoin
+from ncclscope.parse.logs.lines.prepare import prepare
+from ncclscope.parse.logs.lines.transform import TABLES as FAMILY_TABLES
 from ncclscope.tuning import Tuning
 
 P = "node-00:12:34 [0] NCCL INFO "

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs import peel, rx
+from ncclscope.parse.logs.lines import peel, rx
 
 
 def _all_patterns() -> list[str]:
@@ -69,7 +69,7 @@ def test_thresholds_are_per_thread_not_process_wide() -> None:
     reductions with two `Tuning`s in two threads do not see each other's."""
     import threading
 
-    from ncclscope.parse.logs import rx
+    from ncclscope.parse.logs.lines import rx
     from ncclscope.tuning import DEFAULT, Tuning
 
     inside = threading.Event()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from ncclscope.parse.logs import peel
+from ncclscope.parse.logs.lines import peel
 
 MSG = "Using network IB"
 

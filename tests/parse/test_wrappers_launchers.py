@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from ncclscope.parse import read_logs
-from ncclscope.parse.logs import peel
+from ncclscope.parse.logs.lines import peel
 
 MSG = "Launch mode Parallel"
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "logs" / "sagemaker_accelerate_mpirank_prefix.log"

@@ -143,3 +143,16 @@ def test_records_read_while_the_worker_still_writes(workers: None, monkeypatch: 
     assert [vars(d) for d in P.decoded(files, Scratch(), ANY_SIZE)] == _plain(files)
     own = P._shares([os.path.getsize(f) * P.GZIP_RATIO for f in files], 3).count(0)
     assert len(local) == own  # every other file came from a worker
+
+
+def test_the_callers_collector_is_never_switched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading traces in the caller's process leaves its garbage collector alone (a library must not
+    switch process-wide state; only a worker process of ours turns its own collector off)."""
+    import gc
+
+    def refuse() -> None:
+        raise AssertionError("gc.disable() in the caller's process")
+
+    monkeypatch.setattr(gc, "disable", refuse)
+    alone = read_traces([str(DLRM)], tuning=Tuning(trace_pool_min_bytes=0, trace_max_workers=0))
+    assert alone.collectives.height > 0 and gc.isenabled()

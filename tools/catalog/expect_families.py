@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "catalog")]
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs import catalog as C
-from ncclscope.parse.logs.match import first_family
+from ncclscope.parse.logs.lines import catalog as C
+from ncclscope.parse.logs.lines.match import first_family
 from samples import fill
 
 

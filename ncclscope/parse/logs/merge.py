@@ -18,9 +18,9 @@ from ncclscope import frames_coll as FC
 from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, in_order
-from ncclscope.parse.logs import streams
-from ncclscope.parse.logs.bounded import Caps, Trimmed, bound
-from ncclscope.parse.logs.reader import ReadStats, count_notes
+from ncclscope.parse.logs.engine.reader import ReadStats, count_notes
+from ncclscope.parse.logs.keep.bounded import Caps, Trimmed, bound
+from ncclscope.parse.logs.lines import streams
 from ncclscope.parse.logs.reduce import TABLES, Keep, PieceFacts
 from ncclscope.tuning import Tuning
 

@@ -12,7 +12,7 @@ notebook asks for the full frames (`LogFrames.collectives`, `LogFrames.unknown_l
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import polars as pl
@@ -20,13 +20,15 @@ import polars as pl
 from ncclscope.frames import FullFrames, LogFrames
 from ncclscope.frames_coll import KEY, CollFacts
 from ncclscope.parse.inputs import STDIN
-from ncclscope.parse.logs import pieces as P
-from ncclscope.parse.logs import pool
+from ncclscope.parse.logs.engine import pieces as P
+from ncclscope.parse.logs.engine import pool
+from ncclscope.parse.logs.engine.reader import file_size
+from ncclscope.parse.logs.engine.spawn import workers_for
+from ncclscope.parse.logs.engine.spool import Spool
+from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
+from ncclscope.parse.logs.lines.prepare import prepare
 from ncclscope.parse.logs.merge import Merged
-from ncclscope.parse.logs.prepare import prepare
-from ncclscope.parse.logs.reader import file_size
-from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts
-from ncclscope.parse.logs.spawn import workers_for
+from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts, reduce_piece
 from ncclscope.tuning import DEFAULT, Tuning
 
 __all__ = ["prepare", "read_logs"]
@@ -65,11 +67,15 @@ def _fmt(n: int) -> str:
 
 
 def _merged(
-    paths: Sequence[str], tuning: Tuning, keep: Keep, progress: Callable[[str], None] | None
+    paths: Sequence[str],
+    tuning: Tuning,
+    keep: Keep,
+    progress: Callable[[str], None] | None,
+    sources: Mapping[str, str],
 ) -> Merged:
-    size = sum(file_size(p) or 0 for p in paths)
+    size = sum(file_size(sources.get(p, p)) or 0 for p in paths)
     workers = workers_for(tuning, size)
-    plan = P.plan(paths, tuning, _steps(size, workers, tuning))
+    plan = P.plan(paths, tuning, _steps(size, workers, tuning), sources)
     left = Counter(seg.path for piece in plan for seg in piece.segments)  # segments still to read, per file
     segments = {piece.index: piece.segments for piece in plan}
     done = [0, 0]  # files, lines
@@ -82,41 +88,58 @@ def _merged(
         if progress is not None:
             progress(f"read {done[0]}/{len(left)} files, {_fmt(done[1])} lines")
 
-    return Merged(pool.run(plan, tuning, keep=keep, progress=tick), paths, tuning, keep=keep)
+    facts = pool.run(plan, tuning, reduce=reduce_piece, keep=keep, progress=tick)
+    return Merged(facts, paths, tuning, keep=keep)
 
 
-def _full_frames(paths: Sequence[str], tuning: Tuning) -> FullFrames:
-    m = _merged(paths, tuning, Keep(unknown=True, coll=True, bounded=False), None)
+def _full_frames(paths: Sequence[str], tuning: Tuning, spool: Spool | None, policy: KeepPolicy) -> FullFrames:
+    keep = Keep(unknown=True, coll=True, bounded=False, policy=policy)
+    m = _merged(paths, tuning, keep, None, _sources(spool))
     assert m.coll_frame is not None
     return FullFrames(m.coll_frame, m.tables["unknown"])
 
 
 def _coll_rows(
-    paths: Sequence[str], tuning: Tuning, keys: pl.DataFrame, op_counts: Sequence[int]
+    paths: Sequence[str],
+    tuning: Tuning,
+    spool: Spool | None,
+    policy: KeepPolicy,
+    keys: pl.DataFrame,
+    op_counts: Sequence[int],
 ) -> pl.DataFrame:
     """schema.COLLECTIVES rows of `keys` (frames_coll.KEY) at `op_counts`, the inputs read again: each piece
     keeps only those rows (`Keep.select`), so the memory held is that of the rows asked for."""
     sel = CollSelect(
         tuple(keys.select(KEY).unique(maintain_order=True).rows()), tuple(sorted(set(op_counts)))
     )
-    m = _merged(paths, tuning, Keep(coll=True, select=sel), None)
+    m = _merged(paths, tuning, Keep(coll=True, select=sel, policy=policy), None, _sources(spool))
     assert m.coll_frame is not None
     return m.coll_frame
 
 
+def _sources(spool: Spool | None) -> dict[str, str]:
+    return {STDIN: spool.name} if spool is not None else {}
+
+
 def read_logs(
-    paths: Sequence[str], *, progress: Callable[[str], None] | None = None, tuning: Tuning = DEFAULT
+    paths: Sequence[str],
+    *,
+    progress: Callable[[str], None] | None = None,
+    tuning: Tuning = DEFAULT,
+    policy: KeepPolicy = POSITIONAL,
 ) -> LogFrames:
     """Read NCCL/PyTorch logs into typed frames; raise `InputError` only if nothing could be read.
 
     The COLL lines are kept as facts (`LogFrames.coll`); `LogFrames.collectives` reads the input again
-    when asked (stdin, which cannot be read twice, keeps them). Unknown lines are kept whole for inputs
-    up to `tuning.full_frames_max_bytes`, else only those rules may cite (`LogFrames.unknown_lines` reads
-    them all again)."""
-    stdin = STDIN in paths
-    size = sum(file_size(p) or 0 for p in paths)
-    keep = Keep(unknown=size <= tuning.full_frames_max_bytes or stdin, coll=stdin)
-    m = _merged(paths, tuning, keep, progress)
+    when asked (stdin from its spool, `spool.py`). Unknown lines are kept whole for inputs up to
+    `tuning.full_frames_max_bytes`, else only those rules may cite (`LogFrames.unknown_lines` reads
+    them all again). `policy`: what the consumers search unknown lines for (the session passes theirs; the
+    default keeps only the positional evidence of a big input)."""
+    spool = Spool(tuning=tuning) if STDIN in paths else None
+    sources = _sources(spool)
+    size = sum(file_size(sources.get(p, p)) or 0 for p in paths)
+    keep = Keep(unknown=size <= tuning.full_frames_max_bytes, policy=policy)
+    m = _merged(paths, tuning, keep, progress, sources)
     coll = CollFacts(m.procs, m.seqs, m.coll_lines, m.coll_frame)
     return LogFrames(
         **{n: t for n, t in m.tables.items()},
@@ -124,9 +147,11 @@ def read_logs(
         streams=m.streams,
         inputs=tuple(m.inputs),
         coverage=m.coverage,
-        notes=m.notes,
+        notes=(*spool.notes, *m.notes) if spool is not None else m.notes,
         nccltests_marked=m.marked - {STDIN},
         unknown_count=None if m.whole_unknown else m.unknown_count,
-        rebuild=None if stdin else partial(_full_frames, tuple(paths), tuning),
-        fetch_coll=None if stdin else partial(_coll_rows, tuple(paths), tuning),
+        rebuild=partial(
+            _full_frames, tuple(paths), tuning, spool, policy
+        ),  # (each holds the spool while it lives)
+        fetch_coll=partial(_coll_rows, tuple(paths), tuning, spool, policy),
     )

@@ -20,17 +20,19 @@ import polars as pl
 from ncclscope import frames_coll as FC
 from ncclscope import schema as S
 from ncclscope.errors import InputError
-from ncclscope.parse.logs import collfacts, collfast, evidence, inert, peel, rejoin, rx, streams
-from ncclscope.parse.logs.bounded import Caps, Held, Trimmed
-from ncclscope.parse.logs.catalog import split_known, split_torch_known
-from ncclscope.parse.logs.match import match_families
-from ncclscope.parse.logs.peel import MAX_TEXT
-from ncclscope.parse.logs.pieces import Piece, read_segment
-from ncclscope.parse.logs.prepare import prepare
-from ncclscope.parse.logs.reader import ReadStats
-from ncclscope.parse.logs.runtime_rows import torch_rows
-from ncclscope.parse.logs.transform import TABLES as FAMILY_TABLES
-from ncclscope.parse.logs.transform import overflow
+from ncclscope.parse.logs.engine.pieces import Piece, read_segment
+from ncclscope.parse.logs.engine.reader import ReadStats
+from ncclscope.parse.logs.keep import evidence, inert
+from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed
+from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
+from ncclscope.parse.logs.lines import collfacts, collfast, peel, rejoin, rx, streams
+from ncclscope.parse.logs.lines.catalog import split_known, split_torch_known
+from ncclscope.parse.logs.lines.match import match_families
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
+from ncclscope.parse.logs.lines.prepare import prepare
+from ncclscope.parse.logs.lines.runtime_rows import torch_rows
+from ncclscope.parse.logs.lines.transform import TABLES as FAMILY_TABLES
+from ncclscope.parse.logs.lines.transform import overflow
 from ncclscope.parse.nccltests.markers import MARKERS_RX
 from ncclscope.tuning import DEFAULT, Tuning
 
@@ -84,6 +86,7 @@ class Keep:
     select: CollSelect | None = (
         None  # with `coll`: only these COLL lines are kept (the hang stage's second look)
     )
+    policy: KeepPolicy = POSITIONAL  # what the consumers search unknown lines for (`keep/policy.py`)
 
 
 @dataclass
@@ -176,7 +179,7 @@ class _Acc:
         if held is None:
             return
         every = pl.concat(held.parts, how="vertical_relaxed")
-        self.add("unknown", evidence.kept(every, self._after_frame()))
+        self.add("unknown", evidence.kept(every, self._after_frame(), self.keep.policy))
         self.ends.append(compact(evidence.ends(every)))
 
     # --- one batch ------------------------------------------------------------------------------
@@ -193,7 +196,7 @@ class _Acc:
             return
         clean = inert.clean_text(rest)
         if self.tuning.fast_paths:
-            mask, self.carry = inert.candidates(clean, self.carry)
+            mask, self.carry = inert.candidates(clean, self.carry, self.keep.policy)
         else:
             mask = pl.repeat(True, rest.height, eager=True)
         self._after(rest.filter(mask), clean.filter(mask))
@@ -257,7 +260,7 @@ class _Acc:
         live = (
             rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
         )
-        self._unknown(S.conform(live, S.UNKNOWN), patterns=False)  # no `KEEP` needle: not a candidate
+        self._unknown(S.conform(live, S.UNKNOWN), patterns=False)  # no search's needle: not a candidate
 
     def _unknown(self, unknown: pl.DataFrame, *, patterns: bool = True) -> None:
         self.unknown_count += unknown.height
@@ -266,7 +269,7 @@ class _Acc:
             if self.keep.bounded and self.unknown_count > self.tuning.full_unknown_max_lines:
                 self._summarise()
             return
-        self.add("unknown", evidence.kept(unknown, self._after_frame(), patterns=patterns))
+        self.add("unknown", evidence.kept(unknown, self._after_frame(), self.keep.policy, patterns=patterns))
         self.ends.append(compact(evidence.ends(unknown)))
         if len(self.ends) > 64:  # one or two rows per input and batch: folded as they come
             self.ends = [evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))]

@@ -18,7 +18,7 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.errors import InputError
-from ncclscope.parse.logs.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
 from ncclscope.parse.nccltests.json_doc import frames_from_json, looks_like_json_report
 from ncclscope.parse.nccltests.markers import MARKERS
 from ncclscope.parse.nccltests.text import parse_lines, relevant, with_body

@@ -9,11 +9,10 @@ runs give one collective per `c10d::<op>` call (or `gloo:<op>` span) instead.
 from __future__ import annotations
 
 import contextlib
-import gc
 import glob
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 
@@ -85,7 +84,7 @@ def read_traces(
     failed: list[TraceError] = []
     notes: list[str] = []
     scratch = Scratch()  # where each file's bytes are; the last one given back before the frames are built
-    with _no_cyclic_gc(), contextlib.closing(decoded(files, scratch, tuning)) as traces:
+    with contextlib.closing(decoded(files, scratch, tuning)) as traces:
         for d in traces:  # in file order; large sets partly on worker processes
             try:
                 if isinstance(d, TraceError):
@@ -111,19 +110,6 @@ def read_traces(
     if not seen:
         raise failed[0]
     return _build(acc, ranks, pgs, tuple(f"trace skipped: {e}" for e in failed) + tuple(notes))
-
-
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Decoding makes millions of short-lived objects and no reference cycle: the cyclic collector
-    would only scan them (5-10% of the decode time). Restored as it was."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 _KINDS = ("gpu", "nccl", "launches", "ops", "steps")

@@ -18,7 +18,7 @@ import polars as pl
 
 from ncclscope import frames_coll as FC
 from ncclscope import schema as S
-from ncclscope.parse.logs import collfast, streams
+from ncclscope.parse.logs.lines import collfast, streams
 
 _RUN = ["path", "_head", "_comm"]
 _SPLIT = pl.lit(1 << 32, pl.UInt64)  # a 64-bit hash summed as two 32-bit halves: no overflow

@@ -13,8 +13,8 @@ import functools
 import polars as pl
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs import rx
-from ncclscope.parse.logs.reader import MAX_LINE
+from ncclscope.parse.bounds import MAX_LINE
+from ncclscope.parse.logs.lines import rx
 
 MAX_TEXT = 2000  # characters of the original line kept in `text` (evidence)
 # ANSI colour codes, also with the ESC byte lost in a paste (`[36m`), and markdown bold markers.

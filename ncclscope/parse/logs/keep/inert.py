@@ -7,7 +7,7 @@ says a pattern may claim it (`candidates`):
 - it may carry an NCCL prefix: every prefix rule ends in a level word after `NCCL ` or a `[dev] `
   (or, NCCL 2.2, `file:line WARN`), so a line without one has none;
 - it holds a needle (`needles`) of a grammar family, of the PyTorch anchor, of PyTorch's message
-  catalog, or of an evidence pattern (`evidence.KEEP`), a `Last error`, or an nccl-tests marker;
+  catalog, or of a consumer's search (`policy.KeepPolicy`), a `Last error`, or an nccl-tests marker;
 - it is one of the `rejoin.MAX_RUN` lines after a line that may carry a prefix (a wrapped paste).
 
 Every other line is inert: an unknown row that only the stream table (rank tag, timestamp) and the
@@ -24,11 +24,13 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs import evidence, needles, peel
-from ncclscope.parse.logs.catalog import torch_needles
-from ncclscope.parse.logs.peel import MAX_TEXT
-from ncclscope.parse.logs.rejoin import MAX_RUN
-from ncclscope.parse.logs.runtime_anchor import ANCHOR, CUT_RECORD
+from ncclscope.parse.logs.keep import evidence
+from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
+from ncclscope.parse.logs.lines import needles, peel
+from ncclscope.parse.logs.lines.catalog import torch_needles
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
+from ncclscope.parse.logs.lines.rejoin import MAX_RUN
+from ncclscope.parse.logs.lines.runtime_anchor import ANCHOR, CUT_RECORD
 from ncclscope.parse.nccltests.markers import MARKERS
 
 # A line that may carry an NCCL prefix (see the module docstring; tests check every prefixed corpus line).
@@ -41,10 +43,10 @@ _TRAIL = r"[\s│]$"  # `peel.clean` strips these (and ANSI residue): lines with
 
 
 @functools.cache
-def needle_set() -> frozenset[str]:
-    """Literals one of which every line a family, the PyTorch matcher, a catalog format or `KEEP` may
+def needle_set(policy: KeepPolicy = POSITIONAL) -> frozenset[str]:
+    """Literals one of which every line a family, the PyTorch matcher, a catalog format or a search may
     claim contains."""
-    pats = tuple([G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *evidence.KEEP])
+    pats = tuple([G.rule_regex(f, capture=False) for f in G.families()] + [ANCHOR.pattern, *policy.patterns])
     found = needles.cached(pats)
     if any(f is None for f in found):  # a pattern without needles: every line is a candidate
         return frozenset({""})
@@ -53,8 +55,8 @@ def needle_set() -> frozenset[str]:
 
 
 @functools.cache
-def candidate_pattern() -> str:
-    return f"{_PREFIX_ASCII}|{needles.regex(needles.minimal(needle_set()))}"
+def candidate_pattern(policy: KeepPolicy = POSITIONAL) -> str:
+    return f"{_PREFIX_ASCII}|{needles.regex(needles.minimal(needle_set(policy)))}"
 
 
 def clean_text(raw: pl.DataFrame) -> pl.Series:
@@ -67,12 +69,14 @@ def clean_text(raw: pl.DataFrame) -> pl.Series:
     return raw["raw"].scatter(dirty.arg_true(), fixed).alias("clean")
 
 
-def candidates(clean: pl.Series, carry: int | None) -> tuple[pl.Series, int | None]:
+def candidates(
+    clean: pl.Series, carry: int | None, policy: KeepPolicy = POSITIONAL
+) -> tuple[pl.Series, int | None]:
     """(candidate mask, carry for the next block). `carry` is how many rows before this block's first
     row the last line that may carry a prefix sat (None: none within reach): the rejoin window of the
     block before goes on here."""
     n = clean.len()
-    hit = clean.str.contains(candidate_pattern()).fill_null(False)
+    hit = clean.str.contains(candidate_pattern(policy)).fill_null(False)
     maybe = ~hit & clean.str.contains(_PREFIX_WIDE).fill_null(False)  # a Unicode digit may sit before it
     if maybe.any():
         at = maybe.arg_true()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -18,7 +18,7 @@ import polars as pl
 
 from ncclscope.parse.decoding import text_encoding
 from ncclscope.parse.inputs import STDIN
-from ncclscope.parse.logs.reader import ReadStats, _numbered, _open, file_size
+from ncclscope.parse.logs.engine.reader import ReadStats, _numbered, _open, file_size
 from ncclscope.parse.unpack import HEAD, compression
 from ncclscope.tuning import DEFAULT, Tuning
 
@@ -31,6 +31,7 @@ class Segment:
     start: int = 0
     end: int | None = None  # None: to the end of the input
     part: int = 0  # index of this segment in its file (0 for whole inputs)
+    source: str | None = None  # the file that holds the bytes, when not `path` (stdin's spool: `spool.py`)
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,16 @@ def _cuts(path: str, size: int, steps: Sequence[int]) -> list[int]:
 
 
 def plan(
-    paths: Sequence[str], tuning: Tuning = DEFAULT, step: int | Sequence[int] | None = None
+    paths: Sequence[str],
+    tuning: Tuning = DEFAULT,
+    step: int | Sequence[int] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> list[Piece]:
     """Pieces of about `step` bytes (default `tuning.piece_bytes`), in input order. A sequence of steps
     sizes the pieces in turn (the last repeats): pieces that get smaller toward the end let processes
     sharing them finish together. A run of small files is cut where a file ends nearest to its step
-    (up to 1.5x it: equal files split evenly); a big plain file is cut at line ends."""
+    (up to 1.5x it: equal files split evenly); a big plain file is cut at line ends. `sources`: the file
+    holding an input's bytes where it is not the input's name (stdin's spool), read as one segment."""
     given = step if step is not None else tuning.piece_bytes
     sizes = [max(1, s) for s in ([given] if isinstance(given, int) else given)] or [tuning.piece_bytes]
     pieces: list[Piece] = []
@@ -99,6 +104,13 @@ def plan(
             run, held = [], 0
 
     for path in paths:
+        if sources and path in sources:
+            source = sources[path]
+            if held + file_size(source) / 2 > step_of(len(pieces)):  # type: ignore[operator]
+                close()
+            run.append(Segment(path, source=source))
+            held += file_size(source) or 0
+            continue
         size = file_size(path)
         if size is not None and size > step_of(len(pieces)) and not _compressed(path):
             close()
@@ -141,7 +153,7 @@ class _Span:
 def read_segment(seg: Segment, stats: ReadStats, tuning: Tuning = DEFAULT) -> Iterator[pl.DataFrame]:
     """Numbered lines (`path`, `line`, `raw`) of one segment, lines counted from 1; binary lines removed.
     Notes on damage land in `stats.notes`; those on binary and long lines are the caller's (`count_notes`)."""
-    fh = _open(seg.path, tuning)
+    fh = _open(seg.path, tuning, source=seg.source)
     src: BinaryIO = fh if seg.end is None else _Span(fh, seg.start, seg.end)  # type: ignore[assignment]
     try:
         yield from _numbered(src, seg.path, stats, tuning)

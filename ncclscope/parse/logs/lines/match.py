@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs import needles, rx
-from ncclscope.parse.logs.families import FAMILIES, VARYING
-from ncclscope.parse.logs.transform import to_table, typed_fields, warning_rows
+from ncclscope.parse.logs.lines import needles, rx
+from ncclscope.parse.logs.lines.families import FAMILIES, VARYING
+from ncclscope.parse.logs.lines.transform import to_table, typed_fields, warning_rows
 
 __all__ = [
     "VARYING",

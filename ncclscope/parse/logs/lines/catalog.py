@@ -18,7 +18,7 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs.rx import compiled
+from ncclscope.parse.logs.lines.rx import compiled
 
 KEY = 4  # leading characters a rule is bucketed by
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ncclscope.parse.logs import peel
-from ncclscope.parse.logs.peel import MAX_TEXT
+from ncclscope.parse.logs.lines import peel
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
 from ncclscope.tuning import DEFAULT, Tuning
 
 

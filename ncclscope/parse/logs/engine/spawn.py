@@ -23,12 +23,14 @@ import sys
 
 from ncclscope.tuning import Tuning
 
-_PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_PKG = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+)
 _PIN_ENV = "NCCLSCOPE_PIN_CPU"  # the CPU a worker keeps to, read by `pin_from_env` before Polars starts
 _BOOT = (
     f"import sys; sys.path.insert(0, {_PKG!r}); import ncclscope; ncclscope.configure_process(); "
-    "from ncclscope.parse.logs.spawn import pin_from_env; pin_from_env(); "
-    "from ncclscope.parse.logs.worker import serve; serve(); sys.stdout.flush(); import os; os._exit(0)"
+    "from ncclscope.parse.logs.engine.spawn import pin_from_env; pin_from_env(); "
+    "from ncclscope.parse.logs.engine.worker import serve; serve(); sys.stdout.flush(); import os; os._exit(0)"
 )
 _SPARE: list[subprocess.Popen[bytes]] = []  # started by `prestart`, not yet taken by a pool
 _PINNED: list[bool] = []  # whether `prestart` pinned this process (`release` undoes it)

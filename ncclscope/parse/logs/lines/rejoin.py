@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ncclscope.parse.logs import peel, rx
-from ncclscope.parse.logs.match import family_index
-from ncclscope.parse.logs.peel import MAX_TEXT
+from ncclscope.parse.logs.lines import peel, rx
+from ncclscope.parse.logs.lines.match import family_index
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
 
 MAX_RUN = 16  # continuation lines folded into one line at most (an IB device list re-flowed one per line)
 CANARY = "zqx"  # stands for any text: a family that accepts it where a piece goes gives no evidence

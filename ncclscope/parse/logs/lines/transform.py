@@ -14,9 +14,9 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs import rx
-from ncclscope.parse.logs.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
-from ncclscope.parse.logs.peel import bad_fields
+from ncclscope.parse.logs.lines import rx
+from ncclscope.parse.logs.lines.families import BENIGN_WARN_PATTERN, FAMILIES, HEX_FIELDS
+from ncclscope.parse.logs.lines.peel import bad_fields
 
 TABLES: dict[str, S.Schema] = {
     "inits": S.INITS,

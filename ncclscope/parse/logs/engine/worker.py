@@ -1,7 +1,8 @@
 """Parse stage, log worker process: reduce the pieces its caller (`pool.run`) sends, one at a time.
 
-Started as `python -c` by the pool: reads a pickled (piece, tuning, keep) on stdin, writes the pickled
-`PieceFacts` (or the exception the reduction raised) on stdout, until stdin ends. The boot line then
+Started as `python -c` by the pool: reads a pickled (reduction, piece, tuning, keep) on stdin (the
+reduction by its module and name: unpickling imports it), writes the pickled result (or the exception
+the reduction raised) on stdout, until stdin ends. The boot line then
 ends the process without tearing down its frames one by one (`os._exit`, as the CLI does).
 """
 
@@ -10,8 +11,7 @@ from __future__ import annotations
 import pickle
 import sys
 
-from ncclscope.parse.logs.pool import receive, send
-from ncclscope.parse.logs.reduce import reduce_piece
+from ncclscope.parse.logs.engine.pool import receive, send
 
 
 def serve() -> None:
@@ -22,10 +22,10 @@ def serve() -> None:
             job = receive(inp)
         except EOFError:
             return
-        assert isinstance(job, tuple) and len(job) == 3
-        piece, tuning, keep = job
+        assert isinstance(job, tuple) and len(job) == 4
+        reduce, piece, tuning, keep = job
         try:
-            result: object = reduce_piece(piece, tuning, keep)
+            result: object = reduce(piece, tuning, keep)
         except Exception as e:  # noqa: BLE001 - handed to the caller, raised there
             try:
                 pickle.dumps(e)

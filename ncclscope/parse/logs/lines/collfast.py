@@ -25,9 +25,9 @@ import polars as pl
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs import peel
-from ncclscope.parse.logs.families import HEX_FIELDS
-from ncclscope.parse.logs.peel import MAX_TEXT
+from ncclscope.parse.logs.lines import peel
+from ncclscope.parse.logs.lines.families import HEX_FIELDS
+from ncclscope.parse.logs.lines.peel import MAX_TEXT
 
 MARKER = " NCCL INFO "
 _FAM = "coll"

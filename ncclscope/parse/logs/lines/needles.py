@@ -3,7 +3,7 @@
 A line without an NCCL prefix matters to the reader only if some pattern could match it: a grammar
 family (NCCL's banner and `Last error:` texts print without a prefix), the PyTorch line anchor, a
 format of PyTorch's message catalog, or a pattern the rules look for in unknown lines. Each of those
-regexes is parsed (Python's own regex parser) into the set of literals one of which every match
+regexes is parsed (`rxtree`, the subset of Python's syntax the search needs) into the set of literals one of which every match
 contains; one Polars pass with all of them as alternatives (literal search, no per-line Python) tells
 which lines to offer to the patterns at all. A necessary condition only: a line it keeps may still
 match nothing, a line it drops matches none of the patterns, so results do not change.
@@ -18,15 +18,14 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from re import _constants as C  # the regex parser's opcode names
-from re import _parser as P  # private (`sre_parse` before 3.11): requires-python is >=3.11, what CI tests
 from typing import Any
 
 from ncclscope import prebuilt
+from ncclscope.parse.logs.lines import rxtree
 
 _META = "()[]{}.*+?|^$\\#&-~"  # escaped for Rust's regex (it rejects escapes of other characters)
 MAX_ALTS = 16  # strings a multiplied-out needle set may hold
-VERSION = 4  # bump when the extraction changes (cached results are keyed by it)
+VERSION = 5  # bump when the extraction changes (cached results are keyed by it)
 
 
 @functools.cache
@@ -35,39 +34,25 @@ def literals(pattern: str) -> frozenset[str] | None:
 
     Case-insensitive parts (`(?i)`) give lowercase literals prefixed with `(?i)` (see `regex`)."""
     try:
-        parsed = P.parse(pattern)
-    except Exception:  # noqa: BLE001 - a pattern Python cannot parse has no needles
+        tree = rxtree.parse(pattern)
+    except ValueError:  # syntax `rxtree` does not follow (or not a regex): no needles
         return None
-    ci = bool(parsed.state.flags & C.SRE_FLAG_IGNORECASE)
-    best = _best(list(parsed), ci)
+    best = _best(tree.items, tree.ignorecase)
     return frozenset(best) if best else None
 
 
-def _sub(items: Iterable[tuple[Any, Any]], ci: bool) -> set[str] | None:
-    return _best(list(items), ci)
-
-
-def _exact(op: Any, av: Any, ci: bool) -> set[str] | None:
+def _exact(node: rxtree.Node, ci: bool) -> set[str] | None:
     """The few strings a node matches when it matches exactly one of them (`PG|Rank`, `[Ww]`), else None."""
-    if op is C.LITERAL:
-        return {chr(av)}
-    if op is C.IN:
-        chars: set[str] = set()
-        for o, v in av:
-            if o is C.LITERAL:
-                chars.add(chr(v))
-            elif o is C.RANGE and v[1] - v[0] < MAX_ALTS:
-                chars |= {chr(c) for c in range(v[0], v[1] + 1)}
-            else:  # a negated set, a category (`\d` is any Unicode digit): no finite list
-                return None
-        return chars if 0 < len(chars) <= MAX_ALTS else None
-    if op is C.SUBPATTERN:
-        _, add, _, sub = av
-        return None if add & C.SRE_FLAG_IGNORECASE and not ci else _seq_exact(list(sub), ci)
-    if op is C.BRANCH:
+    if isinstance(node, rxtree.Lit):
+        return {node.char}
+    if isinstance(node, rxtree.Set):
+        return set(node.chars) if node.chars is not None and 0 < len(node.chars) <= MAX_ALTS else None
+    if isinstance(node, rxtree.Group):
+        return None if node.ignorecase and not ci else _seq_exact(node.items, ci)
+    if isinstance(node, rxtree.Branch):
         out: set[str] = set()
-        for branch in av[1]:
-            b = _seq_exact(list(branch), ci)
+        for branch in node.alternatives:
+            b = _seq_exact(branch, ci)
             if b is None:
                 return None
             out |= b
@@ -75,10 +60,10 @@ def _exact(op: Any, av: Any, ci: bool) -> set[str] | None:
     return None
 
 
-def _seq_exact(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
+def _seq_exact(items: Sequence[rxtree.Node], ci: bool) -> set[str] | None:
     cur = {""}
-    for op, av in items:
-        e = _exact(op, av, ci)
+    for node in items:
+        e = _exact(node, ci)
         if e is None:
             return None
         cur = {a + b for a in cur for b in e}
@@ -87,7 +72,7 @@ def _seq_exact(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
     return cur
 
 
-def _best(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
+def _best(items: Sequence[rxtree.Node], ci: bool) -> set[str] | None:
     """The candidate set of a sequence whose shortest literal is longest (each candidate is required).
     Adjacent nodes that match one of a few exact strings are multiplied out (`\\[(?:PG|Rank) ` gives
     `[PG ` and `[Rank `), so that needles are long."""
@@ -100,15 +85,15 @@ def _best(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
             cands.append({("(?i)" + t.lower()) if ci else t for t in cur})
         cur = {""}
 
-    for op, av in items:
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1:
-            one = _seq_exact(list(av[2]), ci)
-            if one is not None and len(one) == 1 and av[0] <= 64:  # `\\.{3,}`: three dots at least
-                cur = {a + next(iter(one)) * av[0] for a in cur}
-                if av[1] != av[0]:
+    for node in items:
+        if isinstance(node, rxtree.Repeat) and node.lo >= 1:
+            one = _seq_exact(node.items, ci)
+            if one is not None and len(one) == 1 and node.lo <= 64:  # `\\.{3,}`: three dots at least
+                cur = {a + next(iter(one)) * node.lo for a in cur}
+                if node.hi != node.lo:
                     flush()
                 continue
-        e = _exact(op, av, ci)
+        e = _exact(node, ci)
         if e is not None and len(cur) * len(e) <= MAX_ALTS:
             cur = {a + b for a in cur for b in e}
             continue
@@ -116,27 +101,22 @@ def _best(items: Sequence[tuple[Any, Any]], ci: bool) -> set[str] | None:
         if e is not None:
             cur = e
             continue
-        if op is C.SUBPATTERN:
-            _, add, _, sub = av
-            found = _sub(sub, ci or bool(add & C.SRE_FLAG_IGNORECASE))
-            if found:
-                cands.append(found)
-        elif op is C.BRANCH:
+        found: set[str] | None = None
+        if isinstance(node, rxtree.Group):
+            found = _best(node.items, ci or node.ignorecase)
+        elif isinstance(node, rxtree.Branch):
             union: set[str] = set()
-            for branch in av[1]:
-                found = _sub(branch, ci)
-                if not found:
+            for branch in node.alternatives:
+                sub = _best(branch, ci)
+                if not sub:
                     union = set()
                     break
-                union |= found
-            if union:
-                cands.append(union)
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-            lo, _, sub = av
-            if lo >= 1:
-                found = _sub(sub, ci)
-                if found:
-                    cands.append(found)
+                union |= sub
+            found = union
+        elif isinstance(node, rxtree.Repeat) and node.lo >= 1:
+            found = _best(node.items, ci)
+        if found:
+            cands.append(found)
     flush()
     if not cands:
         return None

@@ -1,6 +1,6 @@
 """Parse stage, runtime rows: offer non-NCCL lines to `runtime_lines.match` and build the torch frame.
 
-The torch grammar and matcher belong to `ncclscope.parse.logs.runtime_lines` (imported, with Lark, only
+The torch grammar and matcher belong to `ncclscope.parse.logs.lines.runtime_lines` (imported, with Lark, only
 when a line passes the anchor); this module picks the messages worth offering (one vectorised pass of
 the matcher's own anchor regex, `runtime_anchor`, which every line the grammar accepts contains),
 matches each distinct one once, and attaches the origin columns (path, line, rank hint, …) to the hits.
@@ -12,8 +12,8 @@ import polars as pl
 
 from ncclscope import schema as S
 from ncclscope.parse.bounds import INT64_MAX
-from ncclscope.parse.logs.runtime_anchor import ANCHOR, CUT_RECORD, MAX_CHARS
-from ncclscope.parse.logs.transform import OVF, overflow
+from ncclscope.parse.logs.lines.runtime_anchor import ANCHOR, CUT_RECORD, MAX_CHARS
+from ncclscope.parse.logs.lines.transform import OVF, overflow
 
 _ORIGIN = list(S.ORIGIN)
 _FIELDS = [c for c in S.TORCH if c not in S.ORIGIN]
@@ -33,7 +33,7 @@ def torch_rows(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     cand = df.filter(candidates(pl.col("msg")))
     if cand.is_empty():
         return S.empty(S.TORCH), df.drop("_t"), overflow(cand)
-    from ncclscope.parse.logs import runtime_lines  # Lark: imported once a line may be a PyTorch line
+    from ncclscope.parse.logs.lines import runtime_lines  # Lark: imported once a line may be a PyTorch line
 
     cand, joined = _rejoin(df, cand)
     msgs = cand["msg"].unique().to_list()

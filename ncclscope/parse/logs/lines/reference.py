@@ -19,9 +19,9 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammar as G
 from ncclscope import schema as S
-from ncclscope.parse.logs import match, peel
-from ncclscope.parse.logs.families import FAMILIES
-from ncclscope.parse.logs.transform import TABLES, to_table
+from ncclscope.parse.logs.lines import match, peel
+from ncclscope.parse.logs.lines.families import FAMILIES
+from ncclscope.parse.logs.lines.transform import TABLES, to_table
 
 
 @dataclasses.dataclass(frozen=True)

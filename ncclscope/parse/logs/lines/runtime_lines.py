@@ -24,9 +24,9 @@ from lark.exceptions import LarkError
 from ncclscope import grammar as G
 from ncclscope import prebuilt
 from ncclscope import schema as S
-from ncclscope.parse.logs.frtrace_rows import FrTraceRows
-from ncclscope.parse.logs.runtime_anchor import ANCHOR, MAX_CHARS
-from ncclscope.parse.logs.torchcomms_rows import TorchCommsRows
+from ncclscope.parse.logs.lines.frtrace_rows import FrTraceRows
+from ncclscope.parse.logs.lines.runtime_anchor import ANCHOR, MAX_CHARS
+from ncclscope.parse.logs.lines.torchcomms_rows import TorchCommsRows
 
 Row = dict[str, object]
 COLUMNS: tuple[str, ...] = tuple(c for c in S.TORCH if c not in S.ORIGIN)

@@ -1,12 +1,14 @@
-"""Parse stage, pool: run `reduce.reduce_piece` over every piece, in this process and on worker processes.
+"""Parse stage, pool: run a reduction over every piece, in this process and on worker processes.
 
-The reduction is a pure function of a piece, so pieces are independent. A big input set is read by the
+The reduction (the reader's is `reduce.reduce_piece`) is a pure, module-level function of a piece, the
+tuning and what to keep, so pieces are independent and the function travels to a worker by its name. A big input set is read by the
 caller and `workers` worker processes at once. Each worker is a fresh interpreter (`worker.py`, started
 with `-c`, not `multiprocessing`: a spawned child would re-run the caller's main module, a notebook's or
 `python -m ncclscope`'s, and `fork` would copy Polars' threads half-made) that reads pickled pieces on
 stdin and writes pickled facts on stdout. One thread per worker feeds it the next piece as soon as it
 returns one; the caller takes pieces from the same queue. A worker that dies or cannot
-start leaves its piece to the others. Results come back as facts (small frames), merged by `merge.Merged`.
+start leaves its piece to the others. Results come back as whatever the reduction returns (the reader's:
+facts, small frames, merged by `merge.Merged`); an exception it raises is raised here.
 """
 
 from __future__ import annotations
@@ -17,15 +19,15 @@ import subprocess
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, Any, TypeVar
 
-from ncclscope.parse.logs import spawn
-from ncclscope.parse.logs.pieces import Piece
-from ncclscope.parse.logs.reduce import Keep, PieceFacts, reduce_piece
-from ncclscope.parse.logs.spawn import workers_for
+from ncclscope.parse.logs.engine import spawn
+from ncclscope.parse.logs.engine.pieces import Piece
+from ncclscope.parse.logs.engine.spawn import workers_for
 from ncclscope.tuning import Tuning
 
-Progress = Callable[[PieceFacts], None]
+R = TypeVar("R")
+Reduction = Callable[[Piece, Tuning, Any], R]  # module-level, so that a worker finds it by its name
 _LEN = struct.Struct("<Q")
 
 
@@ -73,8 +75,9 @@ def _feed(
     proc: subprocess.Popen[bytes],
     queue: _Queue,
     tuning: Tuning,
-    keep: Keep,
-    finish: Callable[[PieceFacts], None],
+    reduce: Reduction[R],
+    keep: object,
+    finish: Callable[[R], None],
     failed: list[BaseException],
     fed: threading.Event,
 ) -> None:
@@ -85,7 +88,7 @@ def _feed(
     try:
         while (piece := queue.take()) is not None:
             try:
-                send(proc.stdin, (piece, tuning, keep))
+                send(proc.stdin, (reduce, piece, tuning, keep))
                 got = receive(proc.stdout)
             except (OSError, EOFError, pickle.UnpicklingError):
                 queue.give_back(piece)  # the worker died or could not start
@@ -93,8 +96,7 @@ def _feed(
             if isinstance(got, BaseException):  # a bug in the reduction: the caller raises it
                 failed.append(got)
                 return
-            assert isinstance(got, PieceFacts)
-            finish(got)
+            finish(got)  # type: ignore[arg-type]
     finally:
         fed.set()
         for stream in (proc.stdin, proc.stdout):
@@ -106,13 +108,18 @@ def _feed(
 
 
 def run(
-    pieces: Sequence[Piece], tuning: Tuning, *, keep: Keep, progress: Progress | None = None
-) -> list[PieceFacts]:
-    """Facts of every piece (in no particular order)."""
-    done: list[PieceFacts] = []
+    pieces: Sequence[Piece],
+    tuning: Tuning,
+    *,
+    reduce: Reduction[R],
+    keep: object,
+    progress: Callable[[R], None] | None = None,
+) -> list[R]:
+    """`reduce(piece, tuning, keep)` of every piece (in no particular order)."""
+    done: list[R] = []
     lock = threading.Lock()
 
-    def finish(f: PieceFacts) -> None:
+    def finish(f: R) -> None:
         with lock:
             done.append(f)
             if progress is not None:
@@ -129,7 +136,7 @@ def run(
         fed = threading.Event()
         threading.Thread(
             target=_feed,
-            args=(proc, queue, tuning, keep, finish, failed, fed),
+            args=(proc, queue, tuning, reduce, keep, finish, failed, fed),
             daemon=True,
             name="ncclscope-log-worker",
         ).start()
@@ -138,7 +145,7 @@ def run(
     try:
         while (piece := queue.take()) is not None or not all(e.is_set() for e in feeding):
             if piece is not None:
-                finish(reduce_piece(piece, tuning, keep))
+                finish(reduce(piece, tuning, keep))
             else:
                 next(e for e in feeding if not e.is_set()).wait(timeout=0.05)
     finally:
