@@ -130,6 +130,7 @@ RULE_MODULES = (
     "rules_hang",
     "rules_init",
     "rules_jobs",
+    "rules_kernel",
     "rules_iface",
     "rules_nccltests",
     "rules_topology",

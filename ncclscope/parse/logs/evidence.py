@@ -53,6 +53,9 @@ KEEP: tuple[str, ...] = (
     ),
     # findings/quoted.py NCCLTESTS: nccl-tests' own failure lines, which quote NCCL's last error
     r"Test (CUDA|NCCL) failure \S+:\d+ '(.*)'",
+    # findings/rules_kernel.py LF_NEEDLE: libfabric's own log lines (the kernel's `NVRM: Xid` lines are kept
+    # by `Xid` above)
+    r"libfabric:",
 )
 LAST_ERROR = "Last error"  # the line after one holding this text is kept (hang/verdict.py `_last_errors`)
 
