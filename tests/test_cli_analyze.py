@@ -144,6 +144,22 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         [_warn(A, "transport/nvls.cc:245", "Cuda failure 'initialization error'")],
         [A + "NVLS multicast support is not available on dev 0"],
     ),
+    "gpu-xid": (
+        ["kernel: NVRM: Xid (PCI:0000:dc:00): 79, pid=1818990, name=python3, GPU has fallen off the bus."],
+        [
+            A + "comm 0x11 rank 0 nranks 2 cudaDev 0 busId dc000 - Init COMPLETE",
+            "kernel: NVRM: loading module",
+        ],
+    ),
+    "libfabric-error": (
+        [
+            "libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, message: Invalid address"
+        ],
+        [
+            "libfabric:451707:1708520807::efa:core:efa_device_init():120<warn> Using FI_HMEM_CUDA",
+            A + "NET/OFI x",
+        ],
+    ),
 }
 
 

@@ -142,6 +142,7 @@ RULE_MODULES = (
     "rules_hang",
     "rules_init",
     "rules_jobs",
+    "rules_kernel",
     "rules_iface",
     "rules_nccl_reports",
     "rules_nccltests",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ncclscope.findings import meanings as M
+from ncclscope.findings.context import in_context
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, cite, live_warnings, make, norm_host, where
 from ncclscope.records import Finding, Severity
@@ -30,12 +31,25 @@ IFACE_MSG = (
 SOCKET_FAMILIES = ["socket", "bootstrap", "proxy"]
 SOCKET_FILES = r"(?i)(socket|bootstrap|net_socket)\.(cc|cu|h)$"
 IB_STATUS = {
+    1: "local length error",
+    2: "local QP operation error",
     4: "local protection error (memory registration / GPUDirect RDMA, often ACS or IOMMU)",
     5: "work request flushed — a consequence of an earlier error",
+    9: "remote invalid request (the peer's QP rejected the request; look for an error on the peer first)",
     10: "remote access error",
+    11: "remote operation error",
     12: "transport retry counter exceeded (link down or peer unreachable; RoCE GID/traffic class)",
     13: "RNR retry counter exceeded (receiver not ready)",
 }
+# ibv async events that put a QP, CQ, port or the device in error (NCCL >= 2.19 prints `async fatal event`;
+# older releases print every event as `Got async event : <ibv_event_type_str>` and 2.19-2.2x the non-fatal
+# ones as `Got async error event`, so the libibverbs event
+# strings are named: QP access/request/catastrophic errors, CQ error, port error, device catastrophic).
+# They are raised on the host whose NIC failed, before the completion errors its peers then see.
+IB_FATAL_ASYNC = (
+    r"(?i)async fatal event|access violation work queue|invalid request local work queue|"
+    r"catastrophic error|\bCQ error|port error"
+)
 FAILURE_FAMILIES = ["ib_completion", "ib_async", "cuda", "oom", "shm", "duplicate_gpu", "nvls"]
 
 
@@ -148,6 +162,10 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
         # the first line is a rendezvous that went wrong, not a link: its meaning decides the advice
         why, fix = fam.advice(message)
         title = f"{NOT_A_CONNECTION[fam.id]}, first {where(rows.head(1), ctx)}: {what}"
+    seen = in_context(fam.id, message, ctx) if fam is not None else None
+    if seen is not None:  # the job's other lines change what the first line means (findings.context)
+        why, fix = seen.why, seen.fix
+        title = f"{seen.label}, first {where(rows.head(1), ctx)}: {what}"
     return [
         make(
             "connection-failure",
@@ -160,7 +178,7 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             ordered=True,
             metrics={
                 "cause": _cause(message),
-                "cause_class": _cause_class(first["cls"], fam, message),
+                "cause_class": seen.cause if seen is not None else _cause_class(first["cls"], fam, message),
                 "role": _role(rows),
             },
         )
@@ -171,6 +189,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
 NOT_A_CONNECTION = {
     "bootstrap-rank-claimed-twice": "Two processes claimed one rank at bootstrap (not a connection failure)",
     "incompatible-peer": "An incompatible peer answered (not a blocked network)",
+    # net_socket.cc: the peer sent more than this rank's posted receive: the ranks disagree on the operation
+    "collective-mismatch": "The ranks disagree on the operation (not a connection failure)",
     "version-mismatch": "Ranks run different NCCL versions",
     "socket-no-interface": "No usable network interface for NCCL's sockets",
 }
@@ -204,7 +224,7 @@ GENERIC = Advice(
 # The first failure's own words decide the advice (NCCL's socket.cc / bootstrap.cc messages).
 ADVICE: dict[str, Advice] = {
     "incompatible-peer": Advice(
-        r"(?i)with family \d+|neither AF_INET|wrong (?:magic|type)|Invalid NCCL_COMM_ID|message truncated",
+        r"(?i)with family \d+|neither AF_INET|wrong (?:magic|type)|Invalid NCCL_COMM_ID|message truncated : received",
         "The peer answered, but with bytes this rank cannot read (an unknown address family, a wrong magic or "
         "message type, a truncated message): an incompatible peer, not a blocked network. Typical causes: another "
         "NCCL version or net plugin on that node, ranks of two jobs meeting on one port, or a stray connection.",
@@ -294,19 +314,28 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : Got completion from peer … with error|status=N … vendor err M` (also inside a torch `Last
     error`), `Got async event`, and aws-ofi-nccl `NET/OFI Request … completed with error`. Status decoded:
     12 retry exceeded, 4 local protection, 13 RNR retry, 10 remote access; 5 (flushed) is a consequence of an
-    earlier error and ranks after every other status. Error."""
+    earlier error and ranks after every other status. Without timestamps, an async event that puts a QP, CQ,
+    port or device in error (IB_FATAL_ASYNC) is the first failure of its host and ranks before completion
+    errors (a peer's status 9/10/12 follows it); other async events rank after them. Error."""
     w = _ib_rows(ctx)
     if w.is_empty():
         return []
+    fatal = (pl.col("family") == "ib_async") & pl.col("message").fill_null("").str.contains(IB_FATAL_ASYNC)
     rows = _ordered(
         w,
-        pl.when(pl.col("status") == 5).then(2).when(pl.col("family") == "ib_completion").then(0).otherwise(1),
+        pl.when(fatal)
+        .then(0)
+        .when(pl.col("status") == 5)
+        .then(3)
+        .when(pl.col("family") == "ib_completion")
+        .then(1)
+        .otherwise(2),
     )
     first = rows.row(0, named=True)
     status = first["status"]
     meaning = IB_STATUS.get(int(status), "see ibv_wc_status") if status is not None else None
     if first["family"] == "ib_async":
-        title = f"IB async event: {first['message'] or first['text']}"[:160]
+        title = f"IB async event, first {where(rows.head(1), ctx)}: {first['message'] or first['text']}"[:160]
     elif first["family"] == "ofi_completion":
         title = f"Network completion error from the OFI plugin: {first['message']}"[:160]
     elif status is None:

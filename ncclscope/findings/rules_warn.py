@@ -19,6 +19,7 @@ import polars as pl
 
 from ncclscope.findings import meanings as M
 from ncclscope.findings import quoted as Q
+from ncclscope.findings.context import in_context
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, hosts_of, make, ranks_of
 from ncclscope.parse.logs.lines.families import BENIGN_WARNS
@@ -172,6 +173,10 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
             "error" if fam.severity == "error" else "warning" if fam.severity == "warning" else "info"
         )
         title = f"{cause.capitalize()} ({fam.id}): {first}"
+        seen = in_context(fam.id, first, ctx)  # the job's other lines may change what the line means
+        if seen is not None:
+            why, fix, cause = seen.why, seen.fix, seen.cause
+            title = f"{seen.label}: {first}"
         if rows.height > 1:
             title += f" (+{rows.height - 1} line(s), {kinds.height} kind(s))"
         out.append(
@@ -191,6 +196,7 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
                     "source": list(M.source_of(first)),
                     "lines": rows.height,
                     "kinds": [{"message": m, "count": n} for _, n, m in kinds.head(MAX_SHAPES).iter_rows()],
+                    **({"context": seen.evidence()} if seen is not None else {}),
                 },
             )
         )

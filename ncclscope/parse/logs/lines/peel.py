@@ -18,7 +18,10 @@ from ncclscope.parse.logs.lines import rx
 
 MAX_TEXT = 2000  # characters of the original line kept in `text` (evidence)
 # ANSI colour codes, also with the ESC byte lost in a paste (`[36m`), and markdown bold markers.
-ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m|\*\*"
+# A markdown autolink a forum or issue tracker put round a file name or address
+# (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`) keeps its text: group 1 is the replacement.
+MD_LINK = r"\[([^\]\s\[]{1,200})\]\(https?://[^)\s]{0,300}\)"
+ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[[0-9]{1,3}(?:;[0-9]{1,3})*m|\*\*|" + MD_LINK
 _ANSI = ANSI
 # Trailing whitespace and the k9s right border.
 _TRAIL = r"[\s│]+$"
@@ -75,7 +78,9 @@ def clean(df: pl.DataFrame, src: str = "raw", max_line: int = MAX_LINE) -> pl.Da
     dirty = df["clean"].str.contains(_ANSI)
     if not dirty.any():
         return df
-    fixed = df.filter(dirty).with_columns(pl.col("clean").str.replace_all(_ANSI, "").str.replace(_TRAIL, ""))
+    fixed = df.filter(dirty).with_columns(
+        pl.col("clean").str.replace_all(_ANSI, "${1}").str.replace(_TRAIL, "")
+    )
     return pl.concat([df.filter(~dirty), fixed]).sort("_row")
 
 
