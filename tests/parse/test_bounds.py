@@ -19,6 +19,7 @@ import polars as pl
 from ncclscope.parse.logs import reduce
 from ncclscope.parse.logs.keep.bounded import Caps, Trimmed, bound
 from ncclscope.parse.logs.read import read_logs
+from ncclscope.session import keep_policy
 from ncclscope.tuning import Tuning
 
 XID = "[Mon Nov 23 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
@@ -40,10 +41,12 @@ def test_unknown_lines_past_the_budget_of_a_small_gz_are_counted_not_kept(tmp_pa
     body = [INIT] + ["x"] * 3000 + [XID] + ["y"] * 3000
     p.write_bytes(gzip.compress(("\n".join(body) + "\n").encode()))
     t = Tuning(full_unknown_max_lines=1000, batch_lines=500)
-    lf = read_logs([str(p)], tuning=t)
+    lf = read_logs([str(p)], tuning=t, policy=keep_policy())
     assert lf.unknown_count == 6001  # every unknown line counted…
     texts = lf.unknown["text"].to_list()
-    assert XID in " ".join(texts)  # …the evidence kept (an `Xid` line), and the file's last line
+    assert XID in " ".join(texts)  # …the evidence the consumers search for kept (`Xid`), and the last line
+    bare = read_logs([str(p)], tuning=t)  # no consumer's search: only the positional evidence
+    assert XID not in " ".join(bare.unknown["text"].to_list())
     assert lf.unknown.height < 10 and lf.unknown["line"].max() == len(body)
     assert any("6001 unrecognised line(s) were counted, not kept" in n for n in lf.notes), lf.notes
     whole = read_logs([str(p)], tuning=replace(t, full_unknown_max_lines=10_000))
@@ -63,7 +66,7 @@ def test_evidence_lines_keep_first_and_last_and_count_the_rest(tmp_path: Path) -
     p = tmp_path / "xid.log"
     p.write_text("\n".join([INIT] + [f"{XID} #{i}" for i in range(1000)]) + "\n")
     t = Tuning(full_frames_max_bytes=0, batch_lines=128, max_kept_rows_per_input=100, max_kept_rows=1000)
-    lf = read_logs([str(p)], tuning=t)
+    lf = read_logs([str(p)], tuning=t, policy=keep_policy())
     ids = [int(s.rsplit("#", 1)[1]) for s in lf.unknown["text"].to_list()]
     assert ids == list(range(50)) + list(range(950, 1000))
     assert _counted(lf.notes, "unknown") == {str(p): 900}
