@@ -41,6 +41,7 @@ WARM = (
     "ncclscope.parse.nccltests.patterns:_table",
     "ncclscope.parse.logs.lines.match:_needles",
     "ncclscope.parse.logs.keep.inert:candidate_pattern",
+    "ncclscope.session:warm_reader_tables",  # the same test for the session's KeepPolicy
     "ncclscope.parse.logs.lines.runtime_lines:parser",
 )
 

@@ -79,6 +79,14 @@ def keep_policy() -> KeepPolicy:
     )
 
 
+def warm_reader_tables() -> None:
+    """Build (or load) the reader's candidate test for the session's `KeepPolicy` (`prebuilt.WARM`: the
+    wheel ships it, so a first analysis builds nothing)."""
+    from ncclscope.parse.logs.keep.inert import candidate_pattern
+
+    candidate_pattern(keep_policy())
+
+
 def analyze(
     paths: Sequence[str],
     *,
