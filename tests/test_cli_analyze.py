@@ -151,6 +151,21 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
             "kernel: NVRM: loading module",
         ],
     ),
+    "nccl-result": (
+        [
+            (
+                "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1190, "
+                "invalid usage, NCCL version 2.10.3"
+            ),
+        ],
+        [  # the same result with the WARN that names its reason: that finding speaks, not this one
+            _warn(A, "init.cc:760", "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000"),
+            (
+                "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1190, "
+                "invalid usage, NCCL version 2.10.3"
+            ),
+        ],
+    ),
     "libfabric-error": (
         [
             "libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, message: Invalid address"

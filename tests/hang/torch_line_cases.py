@@ -7,6 +7,18 @@ TraceUtils.h format strings and real pastes in ../shared/corpus/issues; numbers 
 from __future__ import annotations
 
 CASES: list[tuple[str, dict[str, object]]] = [
+    # torch < 1.11 split a 2.9+ NCCL_VERSION_CODE by the old formula: `21.2.12` is NCCL 2.12.12
+    (
+        (
+            "RuntimeError: NCCL error in: /root/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, "
+            "unhandled system error, NCCL version 21.2.12"
+        ),
+        {"kind": "backend_error", "detail": "unhandled system error", "nccl_version": "2.12.12"},
+    ),
+    (
+        "RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:825, invalid usage, NCCL version 2.7.8",
+        {"kind": "backend_error", "detail": "invalid usage", "nccl_version": "2.7.8"},
+    ),
     # P1 hard-wrapped by a terminal inside the WorkNCCL record: the fields before the cut are kept
     (
         (

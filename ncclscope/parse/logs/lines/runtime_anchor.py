@@ -21,6 +21,15 @@ ANCHOR = re.compile(
     r"|\[TC\]|Operation timed out after"  # torchcomms (torch nightly's nccl2 backend)
 )
 MAX_CHARS = 20_000  # longer messages are no PyTorch lines
-# A WorkNCCL record cut at the line's end (a terminal hard-wrap: `…WorkNCCL(SeqNum=53` / `2339, …) ran for`):
-# the reader offers the next lines with it, and `runtime_rows` joins them.
-CUT_RECORD = r"WorkNCCL\([^)]*$"
+# Records a terminal hard-wrap cuts, as data: (what a cut head looks like at a line's end, what the joined
+# text must then hold). The reader offers the lines after such a head with it (`keep.inert`), and
+# `runtime_rows` joins up to MAX_TAIL continuation lines until the record is whole.
+CUTS: tuple[tuple[str, str], ...] = (
+    # `…WorkNCCL(SeqNum=53` / `2339, OpType=…) ran for …` (NeMo#13562, sglang#3424, open-r1#620)
+    (r"WorkNCCL\([^)]*$", r"WorkNCCL\([^)]*\)"),
+    # `Received a dump signal due to a collective timeout from this local` / `rank and … Last enqueued NCCL
+    # work: 9387, last completed NCCL work: 9386.` (torchtune#2651)
+    (r"dump signal due to a collective timeout[^:]*$", r"last completed NCCL work: -?\d+\."),
+)
+CUT_RECORD = "|".join(f"(?:{head})" for head, _ in CUTS)
+MAX_TAIL = 3  # continuation lines joined at most

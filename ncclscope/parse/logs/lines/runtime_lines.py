@@ -157,6 +157,17 @@ def _inner(kind: str, detail: str, items: list[Any], **extra: object) -> Row:
     return {**inner, **extra, "kind": kind, "detail": detail}
 
 
+def _torch_version(v: str | None) -> str | None:
+    """NCCL's version as PyTorch printed it. PyTorch before 1.11 split NCCL_VERSION_CODE by the 2.8-era
+    formula (code/1000, code%1000/100, code%100), so 2.9+ codes (major*10000+minor*100+patch) come out
+    as `21.2.12` for 2.12.12 and `21.0.3` for 2.10.3; read such a triple back into the release."""
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", v or "")
+    if m is None or int(m[1]) < 20:
+        return v
+    code = int(m[1]) * 1000 + int(m[2]) * 100 + int(m[3])
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+
+
 class _ToRow(FrTraceRows, TorchCommsRows, Transformer[Token, Row]):
     """Tree → row dict. Rule names follow the grammar's labelled alternatives."""
 
@@ -335,7 +346,7 @@ class _ToRow(FrTraceRows, TorchCommsRows, Transformer[Token, Row]):
     def _error(self, items: list[Any]) -> Row:
         reason = next((str(i).strip() for i in items if isinstance(i, Token) and i.type == "REASON"), None)
         version = next((str(i) for i in items if isinstance(i, Token) and i.type == "VERSION"), None)
-        return {"kind": "backend_error", "detail": reason, "nccl_version": version}
+        return {"kind": "backend_error", "detail": reason, "nccl_version": _torch_version(version)}
 
     nccl_error_in = _error
     nccl_error_plain = _error
