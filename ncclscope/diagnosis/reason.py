@@ -103,7 +103,10 @@ def causes(events: Sequence[Event], links: Sequence[Link]) -> tuple[Cause, ...]:
     roots = [e for e in events if e.index not in parent]
     chosen = [e for e in roots if e.klass in FAILURE]
     stamped = all(e.when.ts_us is not None for e in chosen if e.klass == "cause")
-    chosen.sort(key=lambda e: _order(e, stamped))
+    # Without timestamps, causes cited from one input are in the order that input printed them (a console
+    # or one rank's log is written as things happen): the earlier line is the earlier failure.
+    one_input = len({e.when.path for e in chosen if e.klass == "cause"}) == 1
+    chosen.sort(key=lambda e: _order(e, stamped, one_input))
     if not chosen:  # no failure: the leading risk, and other risks only where they explain something
         risks = sorted(
             (e for e in roots if e.klass == "risk" and e.severity != "info"), key=lambda e: _order(e, False)
@@ -119,11 +122,22 @@ def causes(events: Sequence[Event], links: Sequence[Link]) -> tuple[Cause, ...]:
     )
 
 
-def _order(e: Event, stamped: bool) -> tuple[object, ...]:
+def _order(e: Event, stamped: bool, one_input: bool = False) -> tuple[object, ...]:
     """Class first, then severity; among causes, the earliest in time when every cause carries a
-    timestamp (the earliest failure wins), else the most fundamental tier."""
+    timestamp (the earliest failure wins), else the earliest line when they all come from one input,
+    else the most fundamental tier."""
     ts = e.when.ts_us if (stamped and e.klass == "cause" and e.when.ts_us is not None) else 0.0
-    return (CLASS_RANK[e.klass], SEVERITY_ORDER[e.severity], ts, e.tier, e.when.path, e.when.line, e.index)
+    line = e.when.line if (one_input and not stamped and e.klass == "cause") else 0
+    return (
+        CLASS_RANK[e.klass],
+        SEVERITY_ORDER[e.severity],
+        ts,
+        line,
+        e.tier,
+        e.when.path,
+        e.when.line,
+        e.index,
+    )
 
 
 def _seq(e: Event) -> tuple[object, ...]:

@@ -167,3 +167,21 @@ def _write(tmp_path: Path, text: str) -> Path:
     log = tmp_path / "job.log"
     log.write_text(text)
     return log
+
+
+# nccl-tests#24 (judge2, tune data since this fix): IB status 12 on both hosts, then, later in the same
+# console, a CUDA failure. No timestamps: the earlier line of the one input is the earlier failure.
+NCCLTESTS24 = """\
+gpu5:35917:35994 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129
+gpu5:35917:35994 [0] NCCL INFO transport.cu:163 -> 2 [Proxy Thread]
+gpu4:35902:35977 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129
+gpu5:35917:35917 [1] init.cu:194 NCCL WARN Cuda failure 'an illegal memory access was encountered'
+gpu5:35917:35917 [1] NCCL INFO init.cu:1143 -> 1
+"""
+
+
+def test_without_timestamps_the_earlier_cause_of_one_input_leads(tmp_path: Path) -> None:
+    s = _analyze(tmp_path, NCCLTESTS24)
+    v = s.diagnosis.verdict
+    assert v is not None and v.event.finding_id == "ib-error"
+    assert {c.event.finding_id for c in s.diagnosis.causes} >= {"ib-error", "cuda-error"}
