@@ -146,6 +146,7 @@ RULE_MODULES = (
     "rules_iface",
     "rules_nccl_reports",
     "rules_nccltests",
+    "rules_nccltests_mpi",
     "rules_results",
     "rules_topology",
     "rules_traces",
