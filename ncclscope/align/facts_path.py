@@ -90,11 +90,8 @@ def _ints(df: pl.DataFrame, col: str) -> dict[str, tuple[int, ...]]:
     return {str(k): tuple(int(v) for v in vs) for k, vs in g.rows()}
 
 
-def comm_paths(logs: LogFrames, inits: pl.DataFrame) -> tuple[CommPath, ...]:
-    """The data path of every communicator `inits` (`rankmap.init_rows`) names, in key order."""
-    if inits.is_empty():
-        return ()
-    owners = _owners(logs, inits)
+def transport_label() -> pl.Expr:
+    """A connection row's transport as NCCL prints it: `NET/IB/GDRDMA`, `P2P/CUMEM`, `SHM` (`?` unknown)."""
     kind = transport().fill_null("?")
     sub = pl.col("detail").fill_null("").str.extract(r"^([A-Za-z]+)", 1).fill_null("")
     label = (
@@ -105,12 +102,19 @@ def comm_paths(logs: LogFrames, inits: pl.DataFrame) -> tuple[CommPath, ...]:
         .otherwise(kind)
     )
     gdr = pl.when(pl.col("gdr").fill_null(False)).then(pl.lit("/GDRDMA")).otherwise(pl.lit(""))
+    return pl.concat_str([label, gdr])
+
+
+def comm_paths(logs: LogFrames, inits: pl.DataFrame) -> tuple[CommPath, ...]:
+    """The data path of every communicator `inits` (`rankmap.init_rows`) names, in key order."""
+    if inits.is_empty():
+        return ()
+    owners = _owners(logs, inits)
+    kind = transport().fill_null("?")
     nic = pl.when(kind == "NET").then(
         pl.concat_str([pl.col("net").fill_null("?"), pl.col("net_dev").cast(pl.Utf8)], separator="/")
     )
-    conn = _attach(
-        logs.connections.select("path", "pid", "line", t=pl.concat_str([label, gdr]), nic=nic), owners
-    )
+    conn = _attach(logs.connections.select("path", "pid", "line", t=transport_label(), nic=nic), owners)
     ch = _attach(logs.channels.select("path", "pid", "line", "kind", "coll_channels", "pxn", "gdr"), owners)
     k = logs.known.filter(pl.col("message").fill_null("").str.contains(TUNED))
     k = k.select("path", "pid", "line", m=pl.col("message").str.extract_groups(TUNED)).unnest("m")

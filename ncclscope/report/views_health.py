@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ncclscope.align.facts import DATA_PATH_SETTINGS as PATH_SETTINGS
-from ncclscope.align.facts_path import comm_paths
+from ncclscope.align.facts_path import comm_paths, transport_label
 from ncclscope.align.phase import APP_END
-from ncclscope.align.rankmap import init_rows, transport
+from ncclscope.align.rankmap import init_rows
 from ncclscope.report.facts import printable
 from ncclscope.report.section import Section
 
@@ -72,18 +72,8 @@ def _success(s: Session) -> dict[str, Any] | None:
 
 def _data_path(s: Session) -> dict[str, Any]:
     conn = s.logs.connections
-    kind = transport().fill_null("?")
-    sub = pl.col("detail").fill_null("").str.extract(r"^([A-Za-z]+)", 1).fill_null("")
-    label = (
-        pl.when(kind == "NET")
-        .then(pl.concat_str([kind, pl.col("net").fill_null("?")], separator="/"))
-        .when((kind == "P2P") & (sub != ""))
-        .then(pl.concat_str([kind, sub], separator="/"))
-        .otherwise(kind)
-    )
-    gdr = pl.when(pl.col("gdr").fill_null(False)).then(pl.lit("/GDRDMA")).otherwise(pl.lit(""))
     per = (
-        conn.select(t=pl.concat_str([label, gdr]))
+        conn.select(t=transport_label())
         .group_by("t")
         .agg(pl.len().alias("n"))
         .sort(["n", "t"], descending=[True, False])
