@@ -47,7 +47,8 @@ def run(tree: Path, path: Path) -> tuple[int, bytes]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     env["PYTHONPATH"] = str(tree)
     p = subprocess.run(
-        [sys.executable, "-m", "ncclscope", "analyze", str(path), "--format", "json", "--quiet"],
+        # -P: the cwd (this tree) is not put before PYTHONPATH, so each tree runs its own package
+        [sys.executable, "-P", "-m", "ncclscope", "analyze", str(path), "--format", "json", "--quiet"],
         capture_output=True,
         env=env,
         cwd=ROOT,  # the same cwd for both trees: paths in the output are relative to it

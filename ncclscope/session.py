@@ -15,19 +15,17 @@ import polars as pl
 
 from ncclscope import align, parse
 from ncclscope import schema as S
-from ncclscope.align.facts import JobFacts, derive
-from ncclscope.align.phase import JobPhase
 from ncclscope.align.traces import AlignedCollectives
 from ncclscope.diagnosis import Diagnosis, diagnose
 from ncclscope.diagnosis.inputs import gather
-from ncclscope.findings import Context, all_rules, run_rules
+from ncclscope.findings import Context, StageOutputs, all_rules, run_rules
 from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.parse.logs.keep.policy import KeepPolicy
 from ncclscope.parse.logs.lines.timestamps import distrust_subseconds
 from ncclscope.parse.ncclreports.read import NcclReports, read_nccl_reports
-from ncclscope.parse.nccltests import NcclTestsFrames, read_nccltests
+from ncclscope.parse.nccltests import read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report
 from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding
@@ -36,28 +34,18 @@ from ncclscope.tuning import DEFAULT, Tuning
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Session:
-    """The result of one analysis: each stage's output and the findings, errors first.
+@dataclass(frozen=True, kw_only=True)
+class Session(StageOutputs):
+    """The result of one analysis: each stage's output (`findings.stages.StageOutputs`, the record the rules'
+    `Context` holds too) and the findings, errors first, with their verdict.
 
     `notes` gathers every stage's notes (inputs, logs, traces, aligned traces, Flight Recorder
     dumps), in that order: what was skipped, cut or could not be read.
     """
 
-    logs: LogFrames
-    ranks: pl.DataFrame  # schema.RANKS
-    comms: pl.DataFrame  # schema.COMMS
     findings: tuple[Finding, ...]
-    traces: TraceFrames | None = None
-    aligned_traces: AlignedCollectives | None = None
-    flight: FlightFrames | None = None
-    phase: JobPhase = field(default_factory=JobPhase)
-    hang: HangView = field(default_factory=HangView)
-    notes: tuple[str, ...] = field(default=())
-    nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables in the inputs
     diagnosis: Diagnosis = field(default_factory=Diagnosis)  # the verdict: causes with their echoes folded
-    facts: JobFacts = field(default_factory=JobFacts)  # what the job is, derived once (align.facts)
-    reports: NcclReports = field(default_factory=NcclReports)  # RAS, Inspector, ncclparam (parse.ncclreports)
+    notes: tuple[str, ...] = ()
 
     @property
     def has_errors(self) -> bool:
@@ -134,6 +122,7 @@ def analyze(
         aligned = align.align_traces(traces, ranks=ranks, comms=comms) if traces is not None else None
         phase = align.job_phase(logs)
         hang = hang_view.result() if hang_view is not None else build_hang_view(logs, flight, own.ras)
+    # The record derives the job's facts (align.facts) from these tables; the session keeps the same record.
     ctx = Context(
         logs=logs,
         ranks=ranks,
@@ -146,7 +135,6 @@ def analyze(
         nccltests=nccltests,
         reports=own,
     )
-    ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows))
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
     diagnosis = _diagnose(findings, logs, hang, flight)
     notes = (
@@ -158,22 +146,7 @@ def analyze(
         + nccltests.notes
         + own.notes
     )
-    return Session(
-        logs=logs,
-        ranks=ranks,
-        comms=comms,
-        findings=findings,
-        traces=traces,
-        aligned_traces=aligned,
-        flight=flight,
-        phase=phase,
-        hang=hang,
-        notes=notes,
-        nccltests=nccltests,
-        diagnosis=diagnosis,
-        facts=ctx.job,
-        reports=own,
-    )
+    return Session(**ctx.stage_outputs(), findings=findings, diagnosis=diagnosis, notes=notes)
 
 
 def with_findings(s: Session, findings: tuple[Finding, ...]) -> Session:

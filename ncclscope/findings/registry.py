@@ -8,56 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, replace
 
-import polars as pl
-
-from ncclscope.align.facts import JobFacts
-from ncclscope.align.phase import JobPhase
-from ncclscope.align.rankmap import init_rows
-from ncclscope.align.traces import AlignedCollectives
-from ncclscope.frames import LogFrames
-from ncclscope.hang.verdict import HangView
-from ncclscope.parse.flight.read import FlightFrames
+from ncclscope.findings.stages import StageOutputs
 from ncclscope.parse.logs.keep.policy import Search
-from ncclscope.parse.ncclreports.read import NcclReports
-from ncclscope.parse.nccltests.read import NcclTestsFrames
-from ncclscope.parse.traces.read import TraceFrames
 from ncclscope.records import Finding, Severity, sort_findings
 
 
-@dataclass(frozen=True)
-class Context:
-    """Everything a rule may read. Optional evidence kinds are None when not supplied."""
+@dataclass(frozen=True, kw_only=True)
+class Context(StageOutputs):
+    """Everything a rule may read: the stage outputs (`stages.StageOutputs`, with the job's `facts` and the
+    `init_rows` every rule shares) and, for `post` rules, what the other rules found."""
 
-    logs: LogFrames
-    ranks: pl.DataFrame  # schema.RANKS
-    comms: pl.DataFrame  # schema.COMMS
-    traces: TraceFrames | None = None
-    aligned_traces: AlignedCollectives | None = None
-    flight: FlightFrames | None = None
-    phase: JobPhase = field(default_factory=JobPhase)  # teardown/failure lines per input (align.phase)
-    hang: HangView = field(default_factory=HangView)  # the hang stage's view (ncclscope.hang)
     prior: tuple[Finding, ...] = ()  # what the other rules found (given to `post` rules only)
-    nccltests: NcclTestsFrames = field(default_factory=NcclTestsFrames)  # nccl-tests tables (parse.nccltests)
-    facts: JobFacts | None = None  # what the job is (align.facts); None: derived on first use (tests)
-    reports: NcclReports = field(default_factory=NcclReports)  # RAS, Inspector, ncclparam (parse.ncclreports)
-
-    @cached_property
-    def init_rows(self) -> pl.DataFrame:
-        """`align.rankmap.init_rows` of the logs' Init lines (rank, GPU, communicator key), derived once for
-        every rule that reads them."""
-        return init_rows(self.logs.inits)
-
-    @cached_property
-    def job(self) -> JobFacts:
-        """The job's facts (`align.facts`): as given, or derived once from this context's tables."""
-        if self.facts is not None:
-            return self.facts
-        from ncclscope.align.facts import derive
-
-        return derive(self.logs, self.ranks, self.comms, self.init_rows)
 
 
 RuleFn = Callable[[Context], Iterable[Finding]]

@@ -136,7 +136,7 @@ class JobShape:
 def job_shape(ctx: Context) -> JobShape:
     """Whether the job spans nodes, as the job's facts say (`align.facts`: NCCL's nNodes first, then the host
     names, nRanks > localRanks, NET channels); `multi_node` is None when they cannot tell."""
-    job = ctx.job
+    job = ctx.facts
     return JobShape(
         job.hosts,
         job.multi_node.value if isinstance(job.multi_node.value, bool) else None,

@@ -333,7 +333,7 @@ def version_mismatch(ctx: Context) -> Iterable[Finding]:
 
 def _differ_within_a_job(ctx: Context, col: str) -> bool:
     """Whether some job (`JobFacts.jobs`; the whole input when it holds one) has ranks with different `col`."""
-    r = ctx.ranks.drop_nulls(col).with_columns(ctx.job.job_of())
+    r = ctx.ranks.drop_nulls(col).with_columns(ctx.facts.job_of())
     return bool((r.group_by("_job").agg(pl.col(col).n_unique().alias("_n"))["_n"] > 1).any())
 
 
@@ -391,7 +391,7 @@ def env_mismatch(ctx: Context) -> Iterable[Finding]:
     NCCL_COLLNET_ENABLE, NCCL_NVLS_ENABLE, channel counts, NCCL_CROSS_NIC, NCCL_NET_PLUGIN); warning for
     the rest (e.g. NCCL_SOCKET_IFNAME may differ on heterogeneous nodes). Names that identify the host or
     the process (PER_HOST: NCCL_HOSTID, NCCL_DEBUG_FILE) differ by design and are not compared."""
-    env = _env_rows(ctx).filter(~pl.col("name").is_in(list(PER_HOST))).with_columns(ctx.job.job_of())
+    env = _env_rows(ctx).filter(~pl.col("name").is_in(list(PER_HOST))).with_columns(ctx.facts.job_of())
     if env["who"].n_unique() < 2:
         return []
     out: list[Finding] = []

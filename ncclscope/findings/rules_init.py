@@ -43,7 +43,7 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
         return []
     out: list[Finding] = []
     cut = _excerpt_cut(ctx, stuck)
-    silent = _silent_after(ctx, stuck) and not all(i.whole for i in ctx.job.inputs)
+    silent = _silent_after(ctx, stuck) and not all(i.whole for i in ctx.facts.inputs)
     for key, rows in stuck.group_by("comm_key", maintain_order=True):
         completed = done.filter(pl.col("comm_key") == key[0]).height
         sev: Severity = (
@@ -86,7 +86,7 @@ def _not_proven_done(ctx: Context, stuck: pl.DataFrame) -> pl.DataFrame:
         pl.col("host").fill_null(""), "pid", "comm_ptr"
     )
     stuck = norm_host(stuck).join(colls.unique(), on=["host", "pid", "comm_ptr"], how="anti")
-    world = {c.key for c in ctx.job.communicators if c.global_ranks}
+    world = {c.key for c in ctx.facts.communicators if c.global_ranks}
     ran = ctx.logs.torch.filter(
         pl.col("seq").is_not_null() & (pl.col("seq") > 0) & pl.col("rank").is_not_null()
     )

@@ -21,7 +21,7 @@ def several_jobs(ctx: Context) -> Iterable[Finding]:
     """Groups of inputs that share no communicator (commId) and each hold every rank of their own largest
     communicator are separate jobs (`JobFacts.jobs`). Warning: findings compare ranks within each job only;
     analyze each job on its own for a report of it."""
-    jobs = ctx.job.jobs
+    jobs = ctx.facts.jobs
     if len(jobs) < 2:
         return []
     inits = ctx.init_rows.filter(pl.col("comm_id").is_not_null())
@@ -35,7 +35,7 @@ def several_jobs(ctx: Context) -> Iterable[Finding]:
             "several-jobs",
             "warning",
             f"The inputs hold {len(jobs)} separate jobs ({'; '.join(sizes)}): ranks are compared within each job only",
-            ctx.job.several_jobs.how
+            ctx.facts.several_jobs.how
             + ". Versions, drivers and NCCL_* settings of different runs differ by design; "
             "read together they would look like one broken job.",
             "Analyze each job's logs on their own (one directory or glob per job).",

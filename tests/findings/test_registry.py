@@ -36,17 +36,7 @@ def _sample_inputs() -> list[Path]:
 def test_every_rule_runs_on_every_sample(sample: Path) -> None:
     """Each rule alone, on each sample: no rule raises, and each finding is well formed."""
     s = ncclscope.analyze([str(sample)])
-    ctx = registry.Context(
-        logs=s.logs,
-        ranks=s.ranks,
-        comms=s.comms,
-        traces=s.traces,
-        aligned_traces=s.aligned_traces,
-        flight=s.flight,
-        phase=s.phase,
-        hang=s.hang,
-        prior=s.findings,
-    )
+    ctx = registry.Context(**s.stage_outputs(), prior=s.findings)
     known = {r.id for r in registry.all_rules()}
     for r in registry.all_rules():
         for f in r.fn(ctx):
