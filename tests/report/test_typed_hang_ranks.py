@@ -4,17 +4,23 @@ by every layout, also after redaction; the folded rows are typed too."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 import polars as pl
 import pytest
 
 from ncclscope import schema as S
+from ncclscope.cli import main
 from ncclscope.report import Options, document_for, fold, section_hang, section_ranks, views, views_hang
 from ncclscope.report.section import Provenance
 from ncclscope.report.views_hang import HANG_SCHEMA, HangRank
 from ncclscope.report.views_ranks import RankCells, RankRow, RanksTable
+from ncclscope.session import analyze
 
 from .conftest import HOSTS, make_session
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_hang_rows_are_typed_and_survive_the_document_and_redaction() -> None:
@@ -104,3 +110,35 @@ def test_folding_typed_ranks_keeps_the_odd_ones() -> None:
     table = RanksTable(("rank", "nccl_version"), rows[:42] + (odd,) + rows[43:], ("nccl_version",))
     f = fold.fold_ranks(table)
     assert f.rows == (odd,) and f.hidden == 99 and f.common == ("x",)
+
+
+def test_hosts_named_like_fields_neither_crash_nor_rename_them(tmp_path: Path) -> None:
+    """A host called `host` or `rank` is a word of the typed sections' field names: replacing it renamed
+    those fields (the document's keys are redacted too) and the redacted report crashed reading them back
+    (KeyError 'host' in the hang view). Such a name identifies nobody and is kept; a real host name beside
+    it is still replaced, also where it is a key (a finding's `per_host`)."""
+    src = REPO / "samples" / "hang" / "torch26_class_a_8ranks"
+    hosts = ["host", "host", "host", "rank", "rank", "rank", "gpu-a17", "gpu-a17"]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for r, h in enumerate(hosts):
+        text = (src / f"rank{r}.log").read_text(encoding="utf-8")
+        (logs / f"rank{r}.log").write_text(text.replace("node-00:", f"{h}:"), encoding="utf-8")
+    for fmt in ("md", "html", "json"):
+        out = tmp_path / f"r.{fmt}"
+        assert main(["report", "-q", "--redact", str(logs), "-o", str(out)]) == 0, fmt
+        body = out.read_text(encoding="utf-8")
+        assert "gpu-a17" not in body and "host-1" in body, fmt
+    s = analyze([str(logs)])
+    doc = document_for(s, Options(redact=True))
+    hang = section_hang.of(doc)
+    assert [r.host for r in hang] == ["host"] * 3 + ["rank"] * 3 + ["host-1"] * 2
+    assert [r.cells.host for r in section_ranks.of(doc).rows] == [r.host for r in hang]
+
+
+def test_the_reserved_words_are_the_typed_fields() -> None:
+    from ncclscope.report import redact, sections
+
+    words = redact.schema_words(sec.schema for sec in sections.SECTIONS if sec.schema is not None)
+    assert {"host", "rank", "last_op_count", "count", "cells", "cuda_dev", "dev"} <= words
+    assert "gpu-node-b" not in words and "per_host" not in words  # data keys are not field names
