@@ -49,7 +49,9 @@ def markdown(doc: Document) -> list[str]:
     body = []
     for r in fold.rows:
         cells = [
-            (f"**{ODD} " + text(r.cells.value(c)) + "**") if c in r.odd else text(cell(r.cells.value(c)))
+            (f"**{ODD} " + text(cell(r.cells.value(c))) + "**")
+            if c in r.odd
+            else text(cell(r.cells.value(c)))
             for c in cols
         ]
         body.append(cells + [text(", ".join(r.findings))])

@@ -12,7 +12,16 @@ import pytest
 
 from ncclscope import schema as S
 from ncclscope.cli import main
-from ncclscope.report import Options, document_for, fold, section_hang, section_ranks, views, views_hang
+from ncclscope.report import (
+    RENDERERS,
+    Options,
+    document_for,
+    fold,
+    section_hang,
+    section_ranks,
+    views,
+    views_hang,
+)
 from ncclscope.report.section import Provenance
 from ncclscope.report.views_hang import HANG_SCHEMA, HangRank
 from ncclscope.report.views_ranks import RankCells, RankRow, RanksTable
@@ -142,3 +151,16 @@ def test_the_reserved_words_are_the_typed_fields() -> None:
     words = redact.schema_words(sec.schema for sec in sections.SECTIONS if sec.schema is not None)
     assert {"host", "rank", "last_op_count", "count", "cells", "cuda_dev", "dev"} <= words
     assert "gpu-node-b" not in words and "per_host" not in words  # data keys are not field names
+
+
+def test_an_odd_boolean_reads_as_its_column_does() -> None:
+    """GPUDirect RDMA off on one rank of four: its odd cell said `⚠ False` beside `yes` (Markdown)."""
+    from .conftest import ranks_frame
+
+    ranks = ranks_frame().head(4).with_columns(pl.Series("gdr", [True, True, True, False]))
+    md = RENDERERS["markdown"].render(make_session(ranks=ranks, with_traces=False), Options())
+    table = md.split("## Ranks × configuration", 1)[1].split("\n## ", 1)[0]
+    gdr = [
+        [c.strip() for c in ln.strip("|").split("|")][9] for ln in table.splitlines() if ln.startswith("| ")
+    ]
+    assert gdr == ["gdr", "yes", "yes", "yes", "**⚠ no**"]
