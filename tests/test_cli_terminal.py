@@ -158,10 +158,9 @@ def test_trace_and_dump_evidence_is_not_cited_as_line_0(
 def test_the_terminal_ranks_table_is_folded() -> None:
     """1,000 ranks alike and one odd: the table shows the odd one and counts the rest."""
     from ncclscope.report import terminal
+    from ncclscope.report.views_ranks import RankCells, RankRow, RanksTable
 
-    rows = [
-        {"cells": {"rank": i, "nccl_version": "2.21.5"}, "odd": [], "findings": ["x"]} for i in range(1000)
-    ]
-    rows[517] = {"cells": {"rank": 517, "nccl_version": "2.19.3"}, "odd": ["nccl_version"], "findings": ["x"]}
-    table = terminal.ranks_table({"columns": ["rank", "nccl_version"], "rows": rows, "odd_columns": []})
+    rows = [RankRow(RankCells(rank=i, nccl_version="2.21.5"), (), ("x",)) for i in range(1000)]
+    rows[517] = RankRow(RankCells(rank=517, nccl_version="2.19.3"), ("nccl_version",), ("x",))
+    table = terminal.ranks_table(RanksTable(("rank", "nccl_version"), tuple(rows), ()))
     assert table.row_count == 1 and "999 more ranks" in str(table.caption)

@@ -25,6 +25,7 @@ def _command_line(
     redact: bool,
     rank_map: str | None,
     chosen: list[str] | None = None,
+    flavor: str = "markdown",
 ) -> str:
     """The command as a user would type it (rebuilt from the options, whatever the entry point)."""
     args = ["ncclscope", "report", *paths]
@@ -33,6 +34,8 @@ def _command_line(
     args += ["-o", str(output)]
     if fmt:
         args += ["--format", fmt]
+    if flavor != "markdown":
+        args += ["--flavor", flavor]
     if rank_map:
         args += ["--rank-map", rank_map]
     if redact:
@@ -67,6 +70,14 @@ def report(
             "paths and pointers by consistent pseudonyms.",
         ),
     ] = False,
+    flavor: Annotated[
+        str,
+        typer.Option(
+            "--flavor",
+            help="Markdown flavour: markdown (GitHub/GitLab) or jira (Jira wiki markup: h2., ||head||, "
+            "{noformat}).",
+        ),
+    ] = "markdown",
     rank_map: RankMap = None,
     quiet: Quiet = False,
     select: Select = None,
@@ -87,6 +98,7 @@ def report(
             "writing the report to stdout (-o -) needs --format markdown, html, json or perfetto"
         )
     renderer = renderer_for(fmt, None if to_stdout else output)  # a bad format fails before any reading
+    flavor = _flavor(flavor, renderer.name)
     if not to_stdout:  # `-o rank1.log` naming an input (or a directory) fails before any reading too
         from ncclscope.report.write import check_target
 
@@ -100,18 +112,30 @@ def report(
         raise InputError(what_was_read(s))
     s = filtered(s, ids)
     chosen = [f"--select={v}" for v in select or []] + [f"--ignore={v}" for v in ignore or []]
-    command = _command_line(paths, output, trace or [], fmt, redact, rank_map, chosen)
+    command = _command_line(paths, output, trace or [], fmt, redact, rank_map, chosen, flavor)
     if progress:
         progress(f"{s.ranks.height} ranks, {len(s.findings)} findings; rendering the {renderer.name} report")
     if to_stdout:
-        text = render(s, renderer.name, command=command, redact=redact)
+        text = render(s, renderer.name, command=command, redact=redact, flavor=flavor)
         # Log text reaches a terminal inert (\uXXXX is also a valid JSON escape); HTML embeds it escaped already.
         echo(text if renderer.name == "html" else printable(text))
     else:
-        out = write_report(s, output, fmt=renderer.name, command=command, redact=redact)
+        out = write_report(s, output, fmt=renderer.name, command=command, redact=redact, flavor=flavor)
         if not quiet:
             stderr_console().print(
                 f"wrote {out} ({out.stat().st_size:,} bytes)", markup=False, highlight=False
             )
     warn(s.notes)
     raise typer.Exit(exit_code(s, fail_on))
+
+
+def _flavor(name: str, fmt: str) -> str:
+    """The Markdown flavour asked for, checked before any reading (only Markdown has flavours)."""
+    from ncclscope.report.md_text import FLAVORS
+
+    key = name.lower()
+    if key not in FLAVORS:
+        raise InputError(f"unknown --flavor {name!r}; choose one of {', '.join(FLAVORS)}")
+    if key != "markdown" and fmt != "markdown":
+        raise InputError(f"--flavor {key} applies to Markdown reports only (this one is {fmt})")
+    return key

@@ -22,10 +22,12 @@ __all__ = ["RENDERERS", "Options", "Renderer", "document_for", "render", "render
 
 @dataclass(frozen=True)
 class Options:
-    """What every renderer is told: the command line that made the report, and whether to redact."""
+    """What every renderer is told: the command line that made the report, whether to redact, and the
+    Markdown flavour ("markdown", or "jira" for Jira wiki markup; the Markdown renderer's only)."""
 
     command: str | None = None
     redact: bool = False
+    flavor: str = "markdown"
 
 
 class Renderer(Protocol):
@@ -64,7 +66,7 @@ class MarkdownRenderer:
     def render(self, s: Session, options: Options) -> str:
         from ncclscope.report import markdown
 
-        return markdown.render_doc(document_for(s, options))
+        return markdown.render_doc(document_for(s, options), options.flavor)
 
 
 class HtmlRenderer:
@@ -130,13 +132,21 @@ def renderer_for(name: str | None = None, path: str | Path | None = None) -> Ren
     raise InputError(f"cannot tell the report format from {str(path)!r}: name it {known}, or pass --format")
 
 
-def render(s: Session, fmt: str, *, command: str | None = None, redact: bool = False) -> str:
-    """The report as text in format `fmt` (json, markdown, html)."""
-    return renderer_for(fmt).render(s, Options(command=command, redact=redact))
+def render(
+    s: Session, fmt: str, *, command: str | None = None, redact: bool = False, flavor: str = "markdown"
+) -> str:
+    """The report as text in format `fmt` (json, markdown, html); `flavor="jira"`: Markdown as Jira markup."""
+    return renderer_for(fmt).render(s, Options(command=command, redact=redact, flavor=flavor))
 
 
 def write_report(
-    s: Session, path: str | Path, *, fmt: str | None = None, command: str | None = None, redact: bool = False
+    s: Session,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    command: str | None = None,
+    redact: bool = False,
+    flavor: str = "markdown",
 ) -> Path:
     """Write the report to `path` (format from `fmt` or the suffix) and return the path: atomically,
     and never over a file the analysis read (`report.write`)."""
@@ -147,5 +157,5 @@ def write_report(
     if s.traces is not None:
         read += [str(p) for p in s.traces.ranks["path"].to_list()]
     check_target(out, read)  # before rendering: a refused target costs no work
-    text = renderer_for(fmt, out).render(s, Options(command=command, redact=redact))
+    text = renderer_for(fmt, out).render(s, Options(command=command, redact=redact, flavor=flavor))
     return write_text(out, text, read)

@@ -18,26 +18,6 @@ if TYPE_CHECKING:
     from ncclscope.session import Session
 
 
-def ranks_table(s: Session) -> dict[str, Any]:
-    """Rows of the ranks × configuration table, which cells are odd ones out, and each rank's findings."""
-    cols = [c for c in views.CONFIG_COLUMNS if c in s.ranks.columns]
-    odd = views.outliers(s.ranks)
-    flagged = views.rank_findings(s.findings)
-    rows = []
-    for r in s.ranks.select(cols).to_dicts():
-        cells = {c: r[c] for c in cols}
-        rank = r.get("rank")
-        odd_cols = [c for c in cols if c in odd and r[c] is not None and str(r[c]) in odd[c]]
-        rows.append(
-            {
-                "cells": cells,
-                "odd": odd_cols,
-                "findings": flagged.get(rank, []) if isinstance(rank, int) else [],
-            }
-        )
-    return {"columns": cols, "rows": rows, "odd_columns": sorted(odd)}
-
-
 def _distinct(df: pl.DataFrame, value: str, by: list[str]) -> list[dict[str, Any]]:
     """Each distinct value and how many processes (by `by`) report it, most common first."""
     if df.is_empty() or value not in df.columns:
@@ -154,29 +134,6 @@ def printable(text: str, limit: int = 500) -> str:
     """A log line fit to quote: colour codes dropped, control characters shown as �, capped."""
     t = _CONTROL.sub("\ufffd", _ANSI.sub("", text)).replace("\t", "    ")
     return t if len(t) <= limit else t[:limit] + " …"
-
-
-HANG_COLUMNS = [
-    "rank",
-    "host",
-    "group",
-    "last_op",
-    "last_op_count",
-    "timed_out_seq",
-    "last_enqueued",
-    "last_completed",
-]
-
-
-def hang_flag(row: dict[str, Any]) -> str:
-    """What the hang table says about a rank, in words."""
-    if row.get("culprit"):
-        return "culprit"
-    if row.get("behind"):
-        return "behind"
-    if row.get("silent"):
-        return "no lines"
-    return "detected the timeout" if row.get("detector") else ""
 
 
 def ranks_summary(ranks: list[int], limit: int = 24) -> str:

@@ -125,6 +125,7 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
     from plotly.subplots import make_subplots
 
     from ncclscope.report.fold import fold_hang, op_count
+    from ncclscope.report.views_hang import ranks
 
     title = "Hang view: last collective reached per rank"
     if hang.is_empty():
@@ -136,7 +137,7 @@ def hang_figure(hang: pl.DataFrame, *, note: str | None = None) -> go.Figure:
         )
     rows = hang.to_dicts()
     by_rank = {r["rank"]: r for r in rows}
-    folded = fold_hang(rows)[:MAX_HANG_BARS]
+    folded = fold_hang(ranks(hang))[:MAX_HANG_BARS]
     x = [escape_text(f"{h.who}{' · ' + h.flag if h.flag else ''}") for h in folded]
     first = [by_rank.get(h.ranks[0] if h.ranks else None, {}) for h in folded]
     # Ranks behind get a thick red outline (their series keeps its colour, so the legend stays true).

@@ -121,7 +121,10 @@ def _boundary_alternation(words: Iterable[str]) -> str:
 class Redactor:
     """Learns identifying values (hosts first, then whatever the patterns find) and replaces them."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserved: frozenset[str] = frozenset()) -> None:
+        # Host names that are words of the typed report sections' field names (`host`, `rank`, `count` of
+        # `last_op_count`): such a name identifies nobody, and replacing it would rename the fields.
+        self.reserved = reserved
         self.hosts: dict[str, str] = {}
         self.ips: dict[str, str] = {}  # IPv4
         self.ip6s: dict[str, str] = {}
@@ -136,12 +139,16 @@ class Redactor:
     # -- learning ---------------------------------------------------------------------------
     def add_host(self, name: str | None) -> None:
         name = _strip_port(name or "")
-        if name.lower() in KEEP_HOSTS or _is_ip(name) or name in self.hosts:
+        if name.lower() in KEEP_HOSTS or name in self.reserved or _is_ip(name) or name in self.hosts:
             return
         self.hosts[name] = f"host-{len(self.hosts) + 1}"
         # A host's short name is the same machine: `node-07.cluster.local` vs `node-07`.
         short = name.split(".", 1)[0]
-        if short != name and short.lower() not in KEEP_HOSTS and short not in self.hosts:
+        if (
+            short != name
+            and short.lower() not in KEEP_HOSTS
+            and short not in self.reserved | self.hosts.keys()
+        ):
             self.hosts[short] = self.hosts[name]
         self._rx = None
 
@@ -365,12 +372,37 @@ def for_session(s: Session, doc: dict[str, Any] | None = None) -> Redactor:
     columns, then the report document's strings (its JSON view first), so `host-3` names the same
     machine everywhere. `doc`: the document already built for this session, if any."""
     from ncclscope.report import document as D
+    from ncclscope.report import sections
 
-    r = Redactor()
+    doc = doc if doc is not None else D.build(s)
+    r = Redactor(reserved=schema_words(sec.schema for sec in sections.SECTIONS if sec.schema is not None))
     ranks = s.ranks.sort("rank", nulls_last=True) if "rank" in s.ranks.columns else s.ranks
     r.learn_frames([ranks])
     r.learn_frames(session_frames(s))
-    doc = doc if doc is not None else D.build(s)
     r.learn(D.json_view(doc))
     r.learn(doc)
     return r
+
+
+def schema_words(types: Iterable[object]) -> frozenset[str]:
+    """The field names of the msgspec Structs reachable from `types` (the typed report sections' data),
+    and each run of letters and digits in them (the words a host name would be matched as)."""
+    import typing
+
+    import msgspec
+
+    out: set[str] = set()
+    seen: set[type] = set()
+    stack = list(types)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, type) and issubclass(t, msgspec.Struct):
+            if t not in seen:
+                seen.add(t)
+                for f in msgspec.structs.fields(t):
+                    out.add(f.name)
+                    out.update(w for w in re.split(r"[^A-Za-z0-9]+", f.name) if w)
+                    stack.append(f.type)
+        else:
+            stack.extend(typing.get_args(t))
+    return frozenset(out)

@@ -1,34 +1,47 @@
 """Report stage, hang section: how far each rank got, ranks in the same state folded into one row.
 
-Data: one row per rank (`views_hang.hang`). Layouts: Markdown (the folded table, culprits and the
-detector first) and HTML (the folded table, every rank collapsed in a sortable, filterable table below,
-and the hang figure).
+Data: one `views_hang.HangRank` per rank (typed; stored in the document as its JSON-like tree, a list
+of rows, and read back typed by `of(doc)` after any redaction). Layouts: Markdown (the folded table,
+culprits and the detector first) and HTML (the folded table, every rank collapsed in a sortable,
+filterable table below, culprits first, and the hang figure). NCCL's opCount is printed in hex with
+`0x`, as the log prints it; PyTorch's sequence numbers in decimal, in columns of their own.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ncclscope.report import views_hang
-from ncclscope.report.facts import cell, hang_flag
-from ncclscope.report.fold import FLAG_ORDER, HANG_LABELS, fold_hang, hang_columns, op_count
+from ncclscope.report.facts import cell
+from ncclscope.report.fold import HANG_LABELS, culprits_first, fold_hang, hang_columns, state_cell
 from ncclscope.report.html_tables import MAX_ROWS, e, filter_box
 from ncclscope.report.md_text import table, text
 from ncclscope.report.section import Document, Provenance, Section
+from ncclscope.report.views_hang import HangRank
 
 if TYPE_CHECKING:
     from ncclscope.session import Session
 
 MD_STATES = 64  # rows of the folded Markdown table
 HTML_STATES = 64  # rows of the folded HTML table
+Hang = tuple[HangRank, ...]  # the section's data: one row per rank, in rank order
 
 
 def build(s: Session, _p: Provenance) -> list[dict[str, Any]]:
-    return views_hang.hang(s).to_dicts()
+    """The typed rows, as the document's tree: a list of rows (the document stores a Struct as its tree,
+    a sequence of them as it is given)."""
+    return [msgspec.structs.asdict(r) for r in views_hang.ranks(views_hang.hang(s))]
+
+
+def of(doc: Document) -> Hang:
+    """The section's data, typed, from a (possibly redacted) document."""
+    return msgspec.convert(doc["hang"], Hang)
 
 
 def markdown(doc: Document) -> list[str]:
-    rows = doc["hang"]
+    rows = of(doc)
     if not rows:
         return []
     cols = hang_columns(rows)
@@ -51,7 +64,7 @@ def markdown(doc: Document) -> list[str]:
 
 def hang_html(doc: Document) -> str:
     """Ranks folded by state, culprits and the detector first; every rank, collapsed, sortable below."""
-    rows = doc["hang"]
+    rows = of(doc)
     if not rows:
         return ""
     cols = hang_columns(rows)
@@ -65,12 +78,11 @@ def hang_html(doc: Document) -> str:
     out = f'<div class="scroll"><table><tr><th>ranks</th><th>host</th>{labels}<th></th></tr>{folded}</table></div>'
     if len(rows) <= 1:
         return out
-    first = sorted(rows, key=lambda r: (FLAG_ORDER.get(hang_flag(r), 9), r["rank"] is None, r["rank"] or 0))
     every = "".join(
-        f"<tr{' class=behind' if r['behind'] else ''}><td>{e(cell(r['rank']))}</td><td>{e(cell(r['host']))}</td>"
-        + "".join(f"<td>{e(op_count(r[c]) if c == 'last_op_count' else cell(r[c]))}</td>" for c in cols)
-        + f'<td class="flag">{e(hang_flag(r))}</td></tr>'
-        for r in first[:MAX_ROWS]
+        f"<tr{' class=behind' if r.behind else ''}><td>{e(cell(r.rank))}</td><td>{e(cell(r.host))}</td>"
+        + "".join(f"<td>{e(state_cell(r, c))}</td>" for c in cols)
+        + f'<td class="flag">{e(r.flag)}</td></tr>'
+        for r in culprits_first(rows)[:MAX_ROWS]
     )
     return (
         f"{out}<details><summary>Every rank ({len(rows):,}), culprits first; click a heading to sort</summary>"
@@ -91,4 +103,5 @@ SECTION = Section(
     menu="Hang view",
     markdown=markdown,
     html=html,
+    schema=Hang,
 )

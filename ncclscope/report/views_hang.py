@@ -2,13 +2,16 @@
 
 The per-rank facts come from the hang stage's view (`Session.hang`, built by `ncclscope.hang`: PyTorch watchdog / PG
 status lines, Flight Recorder dumps, NCCL COLL opCounts); this module only picks the group to
-show (the one the hang verdict names, else the largest) and marks who is behind.
+show (the one the hang verdict names, else the largest) and marks who is behind. `hang` gives the
+frame (the notebook's `hang_view`, the figure); `HangRank` is one of its rows typed, as the report's
+hang section holds them (`ranks`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import polars as pl
 
 if TYPE_CHECKING:
@@ -31,6 +34,45 @@ HANG_SCHEMA: dict[str, Any] = {
     "path": pl.Utf8,
     "line": pl.Int64,
 }
+
+
+class HangRank(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One rank of the hang view (a row of `HANG_SCHEMA`, same fields in the same order).
+
+    NCCL's opCount is kept as a number (the layouts print it in hex, as the log does); PyTorch's
+    sequence numbers are decimal counters of their own. `path`/`line`: the line that says so.
+    """
+
+    rank: int | None
+    host: str | None
+    group: str | None  # the PyTorch process group shown
+    last_op: str | None
+    last_op_count: int | None  # NCCL opCount of the last COLL line (world communicator)
+    timed_out_seq: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+    detector: bool  # first to detect the timeout (dump signal)
+    culprit: bool  # named by the hang verdict
+    behind: bool  # below the most advanced rank, or a culprit
+    silent: bool  # a rank of the group that printed nothing about its progress
+    path: str | None
+    line: int | None
+
+    @property
+    def flag(self) -> str:
+        """What the hang table says about the rank, in words (the first that holds, in this order)."""
+        if self.culprit:
+            return "culprit"
+        if self.behind:
+            return "behind"
+        if self.silent:
+            return "no lines"
+        return "detected the timeout" if self.detector else ""
+
+
+def ranks(df: pl.DataFrame) -> tuple[HangRank, ...]:
+    """The rows of a `hang` frame, typed (rank order kept)."""
+    return msgspec.convert(df.select(list(HANG_SCHEMA)).to_dicts(), tuple[HangRank, ...])
 
 
 def _verdict_group(view: HangView) -> tuple[str | None, set[int], int | None]:
@@ -136,8 +178,8 @@ def _flags(df: pl.DataFrame, culprits: set[int]) -> pl.DataFrame:
         last_op=pl.coalesce("last_op", *(["_op"] if "_op" in df.columns else [])),
         path=pl.coalesce("path", *(["_tpath"] if "_tpath" in df.columns else [])),
         line=pl.coalesce("line", *(["_tline"] if "_tline" in df.columns else [])),
-        culprit=pl.col("rank").is_in(sorted(culprits)),
-        behind=behind,
+        culprit=pl.col("rank").is_in(sorted(culprits)).fill_null(False),
+        behind=behind.fill_null(False),
         silent=pl.all_horizontal(pl.col(c).is_null() for c in progress),
         detector=pl.col("detector").fill_null(False),
     )

@@ -30,6 +30,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         path = root / f"r.{fmt}"
         assert main(["report", "-q", str(logs), "-o", str(path)]) == 0
         out[fmt] = path.read_text(encoding="utf-8")
+    path = root / "r.jira.md"
+    assert main(["report", "-q", str(logs), "-o", str(path), "--flavor", "jira"]) == 0
+    out["jira"] = path.read_text(encoding="utf-8")
     return out
 
 
@@ -42,6 +45,17 @@ def test_markdown_fits_a_github_issue(reports: dict[str, str]) -> None:
     assert len(md) <= GITHUB_MAX
     first_screen = md[:2500]
     assert "collective-hang" in first_screen and "517" in first_screen
+    assert "rank 518 only detected it first" in first_screen  # the detector too, beside the culprit
+
+
+def test_jira_report_fits_and_folds_the_same(reports: dict[str, str]) -> None:
+    jira = reports["jira"]
+    assert len(jira) <= GITHUB_MAX and "rank 518 only detected it first" in jira[:2500]
+    hang = jira.split("h2. Hang view", 1)[1].split("\nh2. ", 1)[0]
+    rows = [ln for ln in hang.splitlines() if ln.startswith("| ")]
+    assert rows[0].startswith("| 517 |") and "*culprit*" in rows[0] and "| 0x26 |" in rows[0]
+    assert rows[1].startswith("| 518 |") and "detected the timeout" in rows[1]
+    assert rows[2].startswith("| 0-516, 519-1023 (1,022 ranks) | 128 hosts |") and len(rows) == 3
 
 
 def test_hang_view_shows_culprit_and_detector_first(reports: dict[str, str]) -> None:
@@ -55,6 +69,8 @@ def test_hang_view_shows_culprit_and_detector_first(reports: dict[str, str]) -> 
 def test_opcount_is_hex_as_the_log_prints_it(reports: dict[str, str]) -> None:
     hang = _hang_section(reports["md"])
     assert "NCCL opCount (hex)" in hang and "SeqNum" in hang
+    head = [c.strip() for c in hang.split("\n| ", 1)[1].split("\n", 1)[0].split("|")]
+    assert "enqueued SeqNum" in head and "completed SeqNum" in head  # decimal counters, columns of their own
     table = [[c.strip() for c in ln.strip("|").split("|")] for ln in hang.splitlines() if ln.startswith("| ")]
     col = table[0].index("NCCL opCount (hex)")
     assert [r[col] for r in table[1:]] == ["0x26", "0x27", "0x27"]  # the log's `opCount 27`, never `39`
@@ -74,7 +90,10 @@ def test_html_is_compact(reports: dict[str, str]) -> None:
     folded = hang.split("<details>", 1)[0]
     assert folded.count("<tr") == 4 and folded.index(">517<") < folded.index(">518<")
     every = hang.split("<details>", 1)[1]
-    assert every.index(">517<") < every.index(">0<")  # culprit first in the every-rank table too
+    first_cells = re.findall(r"<tr[^>]*><td>([^<]*)</td>", every)
+    assert first_cells[:4] == ["517", "518", "0", "1"]  # culprit, detector, then the rest by rank
+    assert '<table class="sortable">' in every and '<input class="filter"' in every  # sortable, filterable
+    assert every.count("<tr") == 1 + 1024 and "<td>0x26</td>" in every and "<td>0x27</td>" in every
     prov = page.split('id="provenance"', 1)[1].split("</section>", 1)[0]
     assert "<details><summary>Inputs: 1,024 logs" in prov and prov.count("nccl.node-") < 40
     for fid in ("fig-arrivals", "fig-timeline"):  # logs only: no trace, so one line each, no panel

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import polars as pl
 import pytest
 
-from ncclscope.report import RENDERERS, Options, document_for, terminal
+from ncclscope.report import RENDERERS, Options, document_for, section_ranks, terminal
 
 from .conftest import make_session, ranks_frame
 
@@ -29,7 +29,7 @@ def _split_session(split: str) -> object:
 
 def _terminal_odd(s: object) -> set[tuple[int, str]]:
     doc = document_for(s)  # type: ignore[arg-type]
-    table = terminal.ranks_table(doc["ranks"])
+    table = terminal.ranks_table(section_ranks.of(doc))
     heads = [str(c.header) for c in table.columns]
     cells = [list(c._cells) for c in table.columns]
     ranks = [int(x) for x in cells[heads.index("rank")]]
