@@ -215,6 +215,32 @@ def _no_gdr_platform(ctx: Context) -> str | None:
     return NO_GDR_GPUS[hits.pop()]
 
 
+def _gdr_off_only_on_some_paths(conn: pl.DataFrame, plain: pl.DataFrame) -> bool:
+    """Every process that prints NET/IB channels without `/GDRDMA` also prints some with it: GDR works on each
+    node, and NCCL turned it off per connection, where the NIC it picked is farther from the GPU than
+    NCCL_NET_GDR_LEVEL allows (net.cc decides `useGdr` per peer and channel). Seen in a healthy 2-node
+    MI325X run (RCCL 2.22.3): its 16-rank communicators use GDRDMA, its 8-rank ones (4 GPUs a node) do not."""
+    with_gdr = conn.filter(pl.col("gdr").fill_null(False)).select(PROC).unique()
+    missing = plain.select(PROC).unique().join(with_gdr, on=PROC, how="anti")
+    return not plain.is_empty() and missing.is_empty()
+
+
+def _gdr_partial(ctx: Context, cited: pl.DataFrame) -> Finding:
+    return make(
+        "gdr-disabled",
+        "info",
+        "GPUDirect RDMA works on every process, but some channels go without it",
+        "Some NET/IB channel connections print no /GDRDMA, but every process that prints them also prints "
+        "GDRDMA ones, so GDR itself works on each node. NCCL decides GDR per "
+        "connection: it leaves it off where the NIC a channel uses is farther from the GPU (PCIe distance) than "
+        "NCCL_NET_GDR_LEVEL allows, often in communicators with fewer GPUs per node.",
+        "Nothing is broken. If those communicators' inter-node bandwidth matters, check the GPU–NIC pairing "
+        "(nvidia-smi topo -m, rocm-smi --showtopo) and NCCL_NET_GDR_LEVEL.",
+        cited,
+        ctx,
+    )
+
+
 @rule("gdr-disabled", "warning", "GPUDirect RDMA not used on IB", "config")
 def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : GPU Direct RDMA Disabled for HCA …` (an INFO line), NET/IB channels without `/GDRDMA`,
@@ -222,7 +248,8 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     inter-node bandwidth (one thread: ~180 → ~10 GB/s). Only on RDMA networks (NET/IB, IBext, RoCE, OFI/EFA)
     and only when inter-node traffic may exist (not on a job the evidence shows on one node): a single-node
     run or a socket NIC has no GDR to lose. Info, not a warning, when every GPU named is a model that cannot
-    have GDR (NO_GDR_GPUS: NVIDIA GB10)."""
+    have GDR (NO_GDR_GPUS: NVIDIA GB10), and info when every process without GDR on some channels has it on
+    others (NCCL's per-connection choice by GPU–NIC distance, not a node that lacks GDR)."""
     conn = ctx.logs.connections.filter(
         (transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB")
     )
@@ -256,6 +283,8 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
                 ctx,
             )
         ]
+    if off.is_empty() and gdr0.is_empty() and _gdr_off_only_on_some_paths(conn, plain):
+        return [_gdr_partial(ctx, cited)]
     some = conn.height > plain.height > 0
     title = (
         "GPUDirect RDMA is used by some ranks but not others"
