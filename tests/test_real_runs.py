@@ -32,6 +32,13 @@ JUSTIFIED_WARNINGS: dict[str, dict[str, str]] = {
     "mlperf30dell_2x4_a100_80gb_maskrcnn": {
         "gdr-disabled": "none of its 32 `via NET/IBext/0` channel lines between the two nodes carries /GDRDMA",
     },
+    "nccltests_2_29_2_2node_efa_rtxpro6000": {
+        "gdr-disabled": "aws-ofi-nccl prints `Could not disable CUDA API usage for HMEM, disabling GDR` and `Need to "
+        "force simple protocol: GDR not supported`, and NCCL `use ring PXN 0 GDR 0`: GDR is really off on EFA",
+    },
+    "nccltests_2_29_2_8node_efa_rtxpro6000": {
+        "gdr-disabled": "the same plugin lines on all 8 nodes: `disabling GDR`, `GDR not supported`, `GDR 0`",
+    },
     "mlperf51mangoboost_mi300x_2node_lora": {
         "net-socket-fallback": "`NET/IB : No device found.` then `Using network Socket` on every process, and 632 "
         "`via NET/Socket` channels in 16-rank, 2-node communicators: inter-node traffic over TCP",

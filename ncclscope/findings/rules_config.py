@@ -289,7 +289,7 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     title = (
         "GPUDirect RDMA is used by some ranks but not others"
         if some
-        else "GPUDirect RDMA is off: IB traffic is staged through host memory"
+        else "GPUDirect RDMA is off: inter-node traffic is staged through host memory"  # IB, RoCE, EFA alike
     )
     return [
         make(

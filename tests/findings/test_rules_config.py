@@ -122,6 +122,17 @@ def test_gdr_off_only_on_some_channels_of_each_process_is_info() -> None:
     assert h.severity == "warning"
 
 
+def test_gdr_off_on_efa_names_no_ib() -> None:
+    # aws-ofi-nccl on EFA: `Connected all rings, use ring PXN 0 GDR 0` and `via NET/Libfabric/0`, no IB at all
+    lf = logs(
+        network=[{**A, "kind": "using_network", "net": "Libfabric"}],
+        channels=[{**A, "gdr": 0}],
+        inits=[init(A, 0, 2), init(B, 1, 2)],
+    )
+    [f] = run("gdr-disabled", lf)
+    assert f.severity == "warning" and "IB" not in f.title and "inter-node" in f.title
+
+
 def test_gdr_on_or_socket_is_silent() -> None:
     assert run("gdr-disabled", logs(connections=[_conn(A, 3, 6, "NET", "IB", True)])) == []
     assert run("gdr-disabled", logs(connections=[_conn(A, 3, 6, "NET", "Socket", False)])) == []
