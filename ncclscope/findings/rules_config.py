@@ -215,6 +215,37 @@ def _no_gdr_platform(ctx: Context) -> str | None:
     return NO_GDR_GPUS[hits.pop()]
 
 
+# Why GDR is off and what to try: NCCL's own causes, or the OFI plugin's word that its provider cannot do it.
+GDR_OFF = (
+    (
+        "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
+        "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
+        "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe."
+    ),
+    (
+        "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
+        "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m)."
+    ),
+)
+# aws-ofi-nccl prints `Could not disable CUDA API usage for HMEM, disabling GDR` and `Need to force simple
+# protocol: GDR not supported` when its libfabric provider cannot move GPU memory itself (seen on EFA, NCCL
+# 2.29.2 + aws-ofi-nccl 1.18 on g7e.8xlarge): nv_peer_mem advice does not apply there.
+OFI_NO_GDR = r"NET/OFI .*(?:disabling GDR|GDR not supported)"
+GDR_OFF_BY_PLUGIN = (
+    (
+        "The OFI network plugin turned GPUDirect RDMA off itself: its libfabric provider cannot read or write "
+        "GPU memory, so every inter-node transfer is copied through CPU memory (and the plugin forces the "
+        "Simple protocol). On EFA that is the case where the instance type's EFA has no RDMA support or "
+        "libfabric / the EFA driver is too old for FI_HMEM."
+    ),
+    (
+        "Check that the instance type's EFA supports RDMA and that the EFA installer, libfabric and "
+        "aws-ofi-nccl are current; where the hardware cannot do RDMA, compare bandwidth only with the NIC's "
+        "line rate."
+    ),
+)
+
+
 def _gdr_off_only_on_some_paths(conn: pl.DataFrame, plain: pl.DataFrame) -> bool:
     """Every process that prints NET/IB channels without `/GDRDMA` also prints some with it: GDR works on each
     node, and NCCL turned it off per connection, where the NIC it picked is farther from the GPU than
@@ -267,7 +298,10 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0).join(on_socket.unique(), on=PROC, how="anti")
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():
         return []
-    cited = cite(first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
+    ofi = ctx.logs.network.filter(
+        (pl.col("kind") == "ofi") & pl.col("text").fill_null("").str.contains(OFI_NO_GDR)
+    )
+    cited = cite(first_per(ofi, PROC), first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
     platform = _no_gdr_platform(ctx)
     if platform is not None:
         return [
@@ -291,20 +325,8 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
         if some
         else "GPUDirect RDMA is off: inter-node traffic is staged through host memory"  # IB, RoCE, EFA alike
     )
-    return [
-        make(
-            "gdr-disabled",
-            "warning",
-            title,
-            "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
-            "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
-            "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe.",
-            "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
-            "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m).",
-            cited,
-            ctx,
-        )
-    ]
+    why, fix = GDR_OFF_BY_PLUGIN if ofi.height else GDR_OFF
+    return [make("gdr-disabled", "warning", title, why, fix, cited, ctx)]
 
 
 def _version_lines(ctx: Context, kind: str) -> pl.DataFrame:

@@ -131,6 +131,17 @@ def test_gdr_off_on_efa_names_no_ib() -> None:
     )
     [f] = run("gdr-disabled", lf)
     assert f.severity == "warning" and "IB" not in f.title and "inter-node" in f.title
+    assert "nv_peer_mem" in f.why  # no plugin line: NCCL's own causes
+    # the plugin's own word: cited first, and its cause replaces the nv_peer_mem advice
+    text = "NET/OFI Need to force simple protocol: GDR not supported"
+    lf = logs(
+        network=[{**A, "kind": "ofi", "text": text}, {**A, "kind": "using_network", "net": "Libfabric"}],
+        channels=[{**A, "gdr": 0}],
+        inits=[init(A, 0, 2), init(B, 1, 2)],
+    )
+    [g] = run("gdr-disabled", lf)
+    assert g.severity == "warning" and "plugin" in g.why and "nv_peer_mem" not in g.why
+    assert g.evidence[0].text == text
 
 
 def test_gdr_on_or_socket_is_silent() -> None:
