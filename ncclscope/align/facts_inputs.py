@@ -19,7 +19,9 @@ from ncclscope.frames import LogFrames
 from ncclscope.parse.logs.keep.policy import Search
 
 Sure = Literal["proven", "likely", "unknown"]
-RCCL_BANNER = r"^\s*RCCL version\s*:?\s*(\S+)"
+# RCCL prints its banner bare (`RCCL version : 2.22.3-HEAD:271856d`, NCCL_DEBUG=WARN) or, under
+# NCCL_DEBUG=INFO, as an INFO line behind the usual prefix (MangoBoost's MLPerf v5.1 MI300X/MI325X logs).
+RCCL_BANNER = r"(?:^\s*|\bNCCL INFO\s+)RCCL version\s*:?\s*(\S+)"
 NCCLTESTS_FOOTER = r"^#\s*Avg bus bandwidth\s*:"
 
 

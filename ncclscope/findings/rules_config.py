@@ -215,6 +215,63 @@ def _no_gdr_platform(ctx: Context) -> str | None:
     return NO_GDR_GPUS[hits.pop()]
 
 
+# Why GDR is off and what to try: NCCL's own causes, or the OFI plugin's word that its provider cannot do it.
+GDR_OFF = (
+    (
+        "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
+        "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
+        "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe."
+    ),
+    (
+        "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
+        "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m)."
+    ),
+)
+# aws-ofi-nccl prints `Could not disable CUDA API usage for HMEM, disabling GDR` and `Need to force simple
+# protocol: GDR not supported` when its libfabric provider cannot move GPU memory itself (seen on EFA, NCCL
+# 2.29.2 + aws-ofi-nccl 1.18 on g7e.8xlarge): nv_peer_mem advice does not apply there.
+OFI_NO_GDR = r"NET/OFI .*(?:disabling GDR|GDR not supported)"
+GDR_OFF_BY_PLUGIN = (
+    (
+        "The OFI network plugin turned GPUDirect RDMA off itself: its libfabric provider cannot read or write "
+        "GPU memory, so every inter-node transfer is copied through CPU memory (and the plugin forces the "
+        "Simple protocol). On EFA that is the case where the instance type's EFA has no RDMA support or "
+        "libfabric / the EFA driver is too old for FI_HMEM."
+    ),
+    (
+        "Check that the instance type's EFA supports RDMA and that the EFA installer, libfabric and "
+        "aws-ofi-nccl are current; where the hardware cannot do RDMA, compare bandwidth only with the NIC's "
+        "line rate."
+    ),
+)
+
+
+def _gdr_off_only_on_some_paths(conn: pl.DataFrame, plain: pl.DataFrame) -> bool:
+    """Every process that prints NET/IB channels without `/GDRDMA` also prints some with it: GDR works on each
+    node, and NCCL turned it off per connection, where the NIC it picked is farther from the GPU than
+    NCCL_NET_GDR_LEVEL allows (net.cc decides `useGdr` per peer and channel). Seen in a healthy 2-node
+    MI325X run (RCCL 2.22.3): its 16-rank communicators use GDRDMA, its 8-rank ones (4 GPUs a node) do not."""
+    with_gdr = conn.filter(pl.col("gdr").fill_null(False)).select(PROC).unique()
+    missing = plain.select(PROC).unique().join(with_gdr, on=PROC, how="anti")
+    return not plain.is_empty() and missing.is_empty()
+
+
+def _gdr_partial(ctx: Context, cited: pl.DataFrame) -> Finding:
+    return make(
+        "gdr-disabled",
+        "info",
+        "GPUDirect RDMA works on every process, but some channels go without it",
+        "Some NET/IB channel connections print no /GDRDMA, but every process that prints them also prints "
+        "GDRDMA ones, so GDR itself works on each node. NCCL decides GDR per "
+        "connection: it leaves it off where the NIC a channel uses is farther from the GPU (PCIe distance) than "
+        "NCCL_NET_GDR_LEVEL allows, often in communicators with fewer GPUs per node.",
+        "Nothing is broken. If those communicators' inter-node bandwidth matters, check the GPU–NIC pairing "
+        "(nvidia-smi topo -m, rocm-smi --showtopo) and NCCL_NET_GDR_LEVEL.",
+        cited,
+        ctx,
+    )
+
+
 @rule("gdr-disabled", "warning", "GPUDirect RDMA not used on IB", "config")
 def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     """`NET/IB : GPU Direct RDMA Disabled for HCA …` (an INFO line), NET/IB channels without `/GDRDMA`,
@@ -222,7 +279,8 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     inter-node bandwidth (one thread: ~180 → ~10 GB/s). Only on RDMA networks (NET/IB, IBext, RoCE, OFI/EFA)
     and only when inter-node traffic may exist (not on a job the evidence shows on one node): a single-node
     run or a socket NIC has no GDR to lose. Info, not a warning, when every GPU named is a model that cannot
-    have GDR (NO_GDR_GPUS: NVIDIA GB10)."""
+    have GDR (NO_GDR_GPUS: NVIDIA GB10), and info when every process without GDR on some channels has it on
+    others (NCCL's per-connection choice by GPU–NIC distance, not a node that lacks GDR)."""
     conn = ctx.logs.connections.filter(
         (transport() == "NET") & pl.col("net").fill_null("").str.starts_with("IB")
     )
@@ -240,7 +298,10 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
     gdr0 = ctx.logs.channels.filter(pl.col("gdr") == 0).join(on_socket.unique(), on=PROC, how="anti")
     if off.is_empty() and plain.is_empty() and gdr0.is_empty():
         return []
-    cited = cite(first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
+    ofi = ctx.logs.network.filter(
+        (pl.col("kind") == "ofi") & pl.col("text").fill_null("").str.contains(OFI_NO_GDR)
+    )
+    cited = cite(first_per(ofi, PROC), first_per(off, PROC), first_per(plain, PROC), first_per(gdr0, PROC))
     platform = _no_gdr_platform(ctx)
     if platform is not None:
         return [
@@ -256,26 +317,16 @@ def gdr_disabled(ctx: Context) -> Iterable[Finding]:
                 ctx,
             )
         ]
+    if off.is_empty() and gdr0.is_empty() and _gdr_off_only_on_some_paths(conn, plain):
+        return [_gdr_partial(ctx, cited)]
     some = conn.height > plain.height > 0
     title = (
         "GPUDirect RDMA is used by some ranks but not others"
         if some
-        else "GPUDirect RDMA is off: IB traffic is staged through host memory"
+        else "GPUDirect RDMA is off: inter-node traffic is staged through host memory"  # IB, RoCE, EFA alike
     )
-    return [
-        make(
-            "gdr-disabled",
-            "warning",
-            title,
-            "Without GPUDirect RDMA every inter-node transfer is copied through CPU memory, cutting bandwidth "
-            "several-fold. NCCL ≤ 2.22.3 looked only for the nv_peer_mem module and misses nvidia-peermem; "
-            "other causes are the module not loaded, NCCL_NET_GDR_LEVEL, or GPU and NIC far apart on PCIe.",
-            "Load nvidia-peermem (or nv_peer_mem), upgrade NCCL to ≥ 2.23.4 on nvidia-peermem systems, and "
-            "check NCCL_NET_GDR_LEVEL and the GPU–NIC PCIe topology (nvidia-smi topo -m).",
-            cited,
-            ctx,
-        )
-    ]
+    why, fix = GDR_OFF_BY_PLUGIN if ofi.height else GDR_OFF
+    return [make("gdr-disabled", "warning", title, why, fix, cited, ctx)]
 
 
 def _version_lines(ctx: Context, kind: str) -> pl.DataFrame:

@@ -26,6 +26,27 @@ def test_rccl_library_and_single_node_are_facts() -> None:
     assert [i.whole for i in f.inputs] == [True]
 
 
+def test_rccl_banner_behind_the_info_prefix_is_the_library(tmp_path: Path) -> None:
+    """Under NCCL_DEBUG=INFO RCCL prints its banner as an INFO line (`… NCCL INFO RCCL version : X`), under
+    WARN bare; both name the library and its version. Built from RCCL's banner shape; the real file is
+    samples/complete2/mlperf51mangoboost_mi300x_2node_lora."""
+    banner = "RCCL version : 2.22.3-HEAD:271856d"
+    for i, line in enumerate((f"node-a:10:10 [0] NCCL INFO {banner}", banner)):
+        log = tmp_path / f"r{i}.log"
+        log.write_text(
+            f"{line}\nnode-a:10:20 [0] NCCL INFO comm 0xa rank 0 nranks 1 cudaDev 0 busId 1000 - Init COMPLETE\n"
+        )
+        lib = analyze([str(log)]).facts.library
+        assert (lib.value, lib.sure) == ("RCCL 2.22.3-HEAD:271856d", "proven")
+    real = (
+        Path(__file__).resolve().parents[2]
+        / "samples"
+        / "complete2"
+        / "mlperf51mangoboost_mi300x_2node_lora.log.gz"
+    )
+    assert analyze([str(real)]).facts.library.value == "RCCL 2.22.3-HEAD:271856d"
+
+
 def test_docker_bridge_address_on_a_single_node_job_is_no_warning() -> None:
     """eth0 at 172.17.0.3 inside one container: nothing leaves the host, so no warning or error."""
     s = analyze([RCCL])

@@ -96,6 +96,54 @@ def test_gdr_disabled_line_and_ib_without_gdrdma() -> None:
     assert "some ranks" in f.title
 
 
+def test_gdr_off_only_on_some_channels_of_each_process_is_info() -> None:
+    # NCCL picks GDR per connection (GPU–NIC distance vs NCCL_NET_GDR_LEVEL): a process with GDRDMA on some
+    # channels has working GDR; its plain channels are a placement choice, not a node without GDR
+    a2 = proc("node-a", 101, 1)
+    per_path = [
+        _conn(A, 0, 8, "NET", "IB", True),
+        _conn(A, 0, 4, "NET", "IB", False),
+        _conn(a2, 1, 9, "NET", "IB", True),
+        _conn(a2, 1, 5, "NET", "IB", False),
+    ]
+    [f] = run("gdr-disabled", logs(connections=per_path))
+    assert f.severity == "info" and "every process" in f.title
+    # one process that never shows GDRDMA keeps the warning
+    [g] = run("gdr-disabled", logs(connections=[*per_path, _conn(B, 2, 3, "NET", "IB", False)]))
+    assert g.severity == "warning" and "some ranks" in g.title
+    # a `GPU Direct RDMA Disabled` line alongside still warns
+    ib = {
+        **A,
+        "kind": "gdr_disabled",
+        "hca": "mlx5_0",
+        "text": "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+    }
+    [h] = run("gdr-disabled", logs(connections=per_path, network=[ib]))
+    assert h.severity == "warning"
+
+
+def test_gdr_off_on_efa_names_no_ib() -> None:
+    # aws-ofi-nccl on EFA: `Connected all rings, use ring PXN 0 GDR 0` and `via NET/Libfabric/0`, no IB at all
+    lf = logs(
+        network=[{**A, "kind": "using_network", "net": "Libfabric"}],
+        channels=[{**A, "gdr": 0}],
+        inits=[init(A, 0, 2), init(B, 1, 2)],
+    )
+    [f] = run("gdr-disabled", lf)
+    assert f.severity == "warning" and "IB" not in f.title and "inter-node" in f.title
+    assert "nv_peer_mem" in f.why  # no plugin line: NCCL's own causes
+    # the plugin's own word: cited first, and its cause replaces the nv_peer_mem advice
+    text = "NET/OFI Need to force simple protocol: GDR not supported"
+    lf = logs(
+        network=[{**A, "kind": "ofi", "text": text}, {**A, "kind": "using_network", "net": "Libfabric"}],
+        channels=[{**A, "gdr": 0}],
+        inits=[init(A, 0, 2), init(B, 1, 2)],
+    )
+    [g] = run("gdr-disabled", lf)
+    assert g.severity == "warning" and "plugin" in g.why and "nv_peer_mem" not in g.why
+    assert g.evidence[0].text == text
+
+
 def test_gdr_on_or_socket_is_silent() -> None:
     assert run("gdr-disabled", logs(connections=[_conn(A, 3, 6, "NET", "IB", True)])) == []
     assert run("gdr-disabled", logs(connections=[_conn(A, 3, 6, "NET", "Socket", False)])) == []
