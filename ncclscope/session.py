@@ -146,7 +146,7 @@ def analyze(
         nccltests=nccltests,
         reports=own,
     )
-    ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows))
+    ctx = replace(ctx, facts=derive(logs, ranks, comms, ctx.init_rows, nccltests.devices))
     findings = tuple(run_rules(ctx, threads=tuning.analysis_threads))
     diagnosis = _diagnose(findings, logs, hang, flight)
     notes = (

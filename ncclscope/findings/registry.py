@@ -57,7 +57,7 @@ class Context:
             return self.facts
         from ncclscope.align.facts import derive
 
-        return derive(self.logs, self.ranks, self.comms, self.init_rows)
+        return derive(self.logs, self.ranks, self.comms, self.init_rows, self.nccltests.devices)
 
 
 RuleFn = Callable[[Context], Iterable[Finding]]
@@ -138,12 +138,14 @@ def all_rules() -> list[Rule]:
 RULE_MODULES = (
     "rules_config",
     "rules_errors",
+    "rules_failed_stack",
     "rules_gpu",
     "rules_hang",
     "rules_init",
     "rules_jobs",
     "rules_kernel",
     "rules_iface",
+    "rules_library",
     "rules_nccl_reports",
     "rules_nccltests",
     "rules_nccltests_mpi",

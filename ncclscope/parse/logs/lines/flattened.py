@@ -1,0 +1,52 @@
+"""Parse stage, flattened pastes: one physical line that holds several lines of one launcher task.
+
+`srun -l` (and torchrun's `--tee`/`-l`-style tags) put `N: ` before every line a task prints. A paste that
+lost its line breaks (an issue form, a chat client, a log viewer that joins lines) leaves them all on one
+line, each still after its ` N: ` tag: `… in broadcast 10: work = … 10: torch.distributed.DistBackendError:
+… 10: Last error: 10: socketStartConnect: …`. When one task number repeats at least MIN_TAGS times after
+blanks, the line is cut back at those tags (the text before the first one is that task's line too); every
+piece keeps the physical line's number, so the evidence still points at it. A number that appears once, or
+several different numbers (a table, a list of ranks), is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from itertools import pairwise
+
+import polars as pl
+
+MIN_TAGS = 2  # repeats of one ` N: ` tag inside a line that make it a flattened paste
+_TAG = re.compile(r"(?<=\s)(\d{1,5}): (?=\S)")
+_HINT = r"\s\d{1,5}: \S.*\s\d{1,5}: \S"  # cheap vectorised pre-filter (two tags at least)
+
+
+def _pieces(text: str) -> list[str] | None:
+    tags = list(_TAG.finditer(text))
+    if len(tags) < MIN_TAGS:
+        return None
+    task, n = Counter(m.group(1) for m in tags).most_common(1)[0]
+    if n < MIN_TAGS:
+        return None
+    cuts = [m.start() for m in tags if m.group(1) == task]
+    head = text[: cuts[0]].rstrip()
+    out = [f"{task}: {head}"] if head else []
+    bounds = [*cuts, len(text)]
+    out += [text[a:b].rstrip() for a, b in pairwise(bounds)]
+    return out
+
+
+def split_flattened(raw: pl.DataFrame) -> pl.DataFrame:
+    """`raw` (path, line, raw, …) with each flattened line replaced by its pieces, in order; other rows as they
+    are. Rows without two tags are not looked at twice (one vectorised filter)."""
+    hint = raw["raw"].str.contains(_HINT)
+    if not hint.any():
+        return raw
+    rows: list[dict[str, object]] = []
+    for row in raw.iter_rows(named=True):
+        parts = (
+            _pieces(str(row["raw"])) if isinstance(row["raw"], str) and re.search(_HINT, row["raw"]) else None
+        )
+        rows.extend({**row, "raw": p} for p in parts) if parts else rows.append(row)
+    return pl.DataFrame(rows, schema=raw.schema)
