@@ -74,8 +74,10 @@ def failed_collective(ctx: Context) -> Iterable[Finding]:
         who = f"Rank {rank}'s" if rank is not None else "A rank's"
         at = (
             f", called from {site.group('fn')} ({site.group('file').rsplit('/', 1)[-1]}:{site.group('line')})"
+            if site is not None
+            else ""
         )
-        title = f"{who} {api} failed (timed out or errored){at if site else ''}"
+        title = f"{who} {api} failed (timed out or errored){at}"
         out.append(
             make(
                 "failed-collective",

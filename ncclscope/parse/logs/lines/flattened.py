@@ -39,14 +39,15 @@ def _pieces(text: str) -> list[str] | None:
 
 def split_flattened(raw: pl.DataFrame) -> pl.DataFrame:
     """`raw` (path, line, raw, …) with each flattened line replaced by its pieces, in order; other rows as they
-    are. Rows without two tags are not looked at twice (one vectorised filter)."""
-    hint = raw["raw"].str.contains(_HINT)
+    are. Only rows with two tags at least (one vectorised filter) are looked at line by line."""
+    hint = raw["raw"].str.contains(_HINT).fill_null(False)
     if not hint.any():
         return raw
+    df = raw.with_row_index("_i")
     rows: list[dict[str, object]] = []
-    for row in raw.iter_rows(named=True):
-        parts = (
-            _pieces(str(row["raw"])) if isinstance(row["raw"], str) and re.search(_HINT, row["raw"]) else None
-        )
-        rows.extend({**row, "raw": p} for p in parts) if parts else rows.append(row)
-    return pl.DataFrame(rows, schema=raw.schema)
+    for row in df.filter(hint).iter_rows(named=True):
+        parts = _pieces(str(row["raw"]))
+        rows.extend({**row, "raw": p, "_j": j} for j, p in enumerate(parts or [row["raw"]]))
+    cut = pl.DataFrame(rows, schema={**df.schema, "_j": pl.Int64})
+    rest = df.filter(~hint).with_columns(pl.lit(0, pl.Int64).alias("_j"))
+    return pl.concat([rest, cut]).sort("_i", "_j").drop("_i", "_j")
