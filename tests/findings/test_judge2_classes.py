@@ -294,5 +294,8 @@ def test_a_line_with_different_numbers_before_colons_is_not_cut(tmp_path: Path) 
 
     raw = pl.DataFrame({"path": ["x"], "line": [1], "raw": ["sizes 1: 8 2: 16 3: 32 4: 64"]})
     assert split_flattened(raw).height == 1
+    # a line's own leading tag and one `node 0: ` / `RANK 7: ` in its words are no flattening (real srun -l lines)
+    own = [" 0: !!! [UB] Global ranks on node 0: [0, 1, 2, 3]", " 7: RANK 7: LOCAL_RANK 7, WORLD_SIZE 16"]
+    assert split_flattened(pl.DataFrame({"path": ["x", "x"], "line": [1, 2], "raw": own})).height == 2
     two = pl.DataFrame({"path": ["x"], "line": [1], "raw": ["a 7: b 7: c"]})
     assert split_flattened(two)["raw"].to_list() == ["7: a", "7: b", "7: c"]

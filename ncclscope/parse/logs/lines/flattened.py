@@ -17,23 +17,28 @@ from itertools import pairwise
 
 import polars as pl
 
-MIN_TAGS = 2  # repeats of one ` N: ` tag inside a line that make it a flattened paste
-_TAG = re.compile(r"(?<=\s)(\d{1,5}): (?=\S)")
-_HINT = r"\s\d{1,5}: \S.*\s\d{1,5}: \S"  # cheap vectorised pre-filter (two tags at least)
+MIN_TAGS = 2  # repeats of one ` N: ` tag after text inside a line that make it a flattened paste
+_TAG = re.compile(r"(?<=\S)\s+(\d{1,5}): (?=\S)")  # a tag after text: not the line's own leading tag
+_LEAD = re.compile(r"^\s*(\d{1,5}): ")
+_HINT = r"\S\s+\d{1,5}: .*\S\s+\d{1,5}: \S"  # cheap vectorised pre-filter (two tags after text)
 
 
 def _pieces(text: str) -> list[str] | None:
-    tags = list(_TAG.finditer(text))
+    """The lines of a flattened paste, each with its tag; None when `text` is one line (its own leading tag
+    and a `node 0: ` or `RANK 7: ` in its words are no flattening: a tag must repeat after text)."""
+    lead = _LEAD.match(text)
+    body = text[lead.end() :] if lead else text
+    tags = list(_TAG.finditer(body))
     if len(tags) < MIN_TAGS:
         return None
     task, n = Counter(m.group(1) for m in tags).most_common(1)[0]
-    if n < MIN_TAGS:
+    if n < MIN_TAGS or (lead is not None and lead.group(1) != task):
         return None
-    cuts = [m.start() for m in tags if m.group(1) == task]
-    head = text[: cuts[0]].rstrip()
+    cuts = [m.start(1) for m in tags if m.group(1) == task]
+    head = body[: cuts[0]].rstrip()
     out = [f"{task}: {head}"] if head else []
-    bounds = [*cuts, len(text)]
-    out += [text[a:b].rstrip() for a, b in pairwise(bounds)]
+    bounds = [*cuts, len(body)]
+    out += [body[a:b].rstrip() for a, b in pairwise(bounds)]
     return out
 
 
