@@ -166,6 +166,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
             ),
         ],
     ),
+    "nccl-1x": (  # nccl-tests' header (src/common.cu; nccl1_compat.h prints 1.0 for any NCCL 1.x build)
+        ["# NCCL Tests compiled with NCCL 1.0", "NCCL failure all_reduce.cu:95 'unhandled cuda error'"],
+        ["# NCCL Tests compiled with NCCL 2.4", "NCCL failure all_reduce.cu:95 'unhandled cuda error'"],
+    ),
     "libfabric-error": (
         [
             "libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, message: Invalid address"

@@ -9,6 +9,9 @@ Precedence (each with its reason):
 - nodes: NCCL's own `nNodes` (Init/comm lines) beats the host names: pods of one machine carry different
   host names while NCCL counts one node (k8s pods, `NCCL_HOSTID`), and names glued to an nccl-tests row
   (`-1node-00`) are no hosts at all.
+- nccl-tests' device list (`#  Rank  0 Group  0 Pid … on <host> device …`, one row per rank of the test,
+  gathered by rank 0: src/common.cu of NVIDIA/nccl-tests) comes next when it lists every rank 0..n-1 once:
+  its host names are the test's nodes (a one-host test with a bridge interface never leaves the host).
 - a NET channel alone is no proof of several nodes (NCCL also uses NET between local GPUs when P2P and
   SHM are off): `likely`.
 - an input is `whole` only when it shows the job's start (a version banner or Init START) and its end
@@ -140,14 +143,21 @@ def real_hosts(procs: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(set(pids) - phantom)), tuple(sorted(phantom))
 
 
-def derive(logs: LogFrames, ranks: pl.DataFrame, comms: pl.DataFrame, inits: pl.DataFrame) -> JobFacts:
-    """Every fact of one analysis, from the log tables and the rank map (`inits`: `rankmap.init_rows`)."""
+def derive(
+    logs: LogFrames,
+    ranks: pl.DataFrame,
+    comms: pl.DataFrame,
+    inits: pl.DataFrame,
+    devices: pl.DataFrame | None = None,
+) -> JobFacts:
+    """Every fact of one analysis, from the log tables, the rank map (`inits`: `rankmap.init_rows`) and
+    nccl-tests' device lists (`devices`: schema.NCCLTESTS_DEVICES, when the input holds any)."""
     # every (host, pid) that printed a prefixed line: the rank map has dropped the phantoms already
     procs = [t.select("host", "pid") for t in (ranks, inits, logs.streams) if t.height]
     hosts, phantom = real_hosts(pl.concat(procs, how="vertical_relaxed")) if procs else ((), ())
     real = {h: next(g for g in hosts if h.endswith(g)) for h in phantom if any(h.endswith(g) for g in hosts)}
     communicators = _communicators(comms, inits.with_columns(pl.col("host").replace(real)))
-    nodes, multi = _nodes(logs, hosts, communicators)
+    nodes, multi = _nodes(logs, hosts, communicators, devices)
     jobs, several = jobs_of(inits)
     return JobFacts(
         hosts=hosts,
@@ -191,8 +201,11 @@ def _communicators(comms: pl.DataFrame, inits: pl.DataFrame) -> tuple[CommFact, 
     return tuple(out)
 
 
-def _nodes(logs: LogFrames, hosts: tuple[str, ...], comms: tuple[CommFact, ...]) -> tuple[Fact, Fact]:
-    """(node count, spans nodes); NCCL's nNodes first, then the host names, then indirect evidence."""
+def _nodes(
+    logs: LogFrames, hosts: tuple[str, ...], comms: tuple[CommFact, ...], devices: pl.DataFrame | None
+) -> tuple[Fact, Fact]:
+    """(node count, spans nodes); NCCL's nNodes first, then nccl-tests' whole device list, then the host
+    names, then indirect evidence."""
     world = max(comms, key=lambda c: (c.nranks or 0, c.ranks_seen), default=None)
     nn = [c.nnodes for c in comms if c.nnodes is not None]
     if world is not None and world.nnodes is not None:
@@ -204,6 +217,10 @@ def _nodes(logs: LogFrames, hosts: tuple[str, ...], comms: tuple[CommFact, ...])
     inits = logs.inits
     if inits.height and inits.filter(pl.col("nranks") > pl.col("local_ranks")).height:
         return UNKNOWN, Fact(True, "Init lines say nRanks > localRanks")
+    listed = device_list_hosts(devices)
+    if listed:
+        how = f"nccl-tests lists every rank of its run on {len(listed)} host(s): {', '.join(listed[:4])}"
+        return Fact(len(listed), how), Fact(len(listed) > 1, how)
     if len(hosts) > 1:
         how = f"{len(hosts)} host names print NCCL lines"
         return Fact(len(hosts), how, "likely"), Fact(True, how, "likely")
@@ -224,6 +241,23 @@ def _nodes(logs: LogFrames, hosts: tuple[str, ...], comms: tuple[CommFact, ...])
         return Fact(1, "NCCL prints nNodes 1", "likely"), Fact(False, "NCCL prints nNodes 1", "likely")
     how = f"{len(hosts)} host visible; the lines do not say how many nodes the job spans"
     return UNKNOWN, Fact(None, how, "unknown")
+
+
+def device_list_hosts(devices: pl.DataFrame | None) -> tuple[str, ...]:
+    """The hosts of nccl-tests' device lists that name each rank 0..n-1 exactly once (one list per input
+    and run); empty when no list is whole or one names no host."""
+    if devices is None or devices.is_empty():
+        return ()
+    hosts: set[str] = set()
+    for _key, rows in devices.group_by(["path", "run"], maintain_order=True):
+        got = sorted(r for r in rows["rank"].to_list() if r is not None)
+        if got != list(range(len(got))) or not got or len(got) != rows.height:
+            continue
+        names = [h for h in rows["host"].to_list() if h]
+        if len(names) != rows.height:
+            return ()
+        hosts.update(names)
+    return tuple(sorted(hosts))
 
 
 def _world_size(comms: tuple[CommFact, ...], ranks: pl.DataFrame) -> Fact:

@@ -66,6 +66,16 @@ CONFIG_FAILURES = ("config-fatal",)
 HANGS = ("hang-stuck-rank", "hang-desync", "hang-no-culprit")
 
 KINDS: tuple[Kind, ...] = (
+    # --- the library itself --------------------------------------------------------------------
+    Kind(
+        "unsupported-library",
+        "nccl-1x",
+        "cause",
+        9,
+        "A build against NCCL 1.x (the single-process library NCCL 2 replaced in 2017) fails in ways nobody "
+        "fixes any more: whatever else failed in that run is the old library's failure first.",
+        severities=("error",),
+    ),
     # --- a rank's own failure -------------------------------------------------------------------
     Kind(
         "exit-echo",
@@ -117,6 +127,15 @@ KINDS: tuple[Kind, ...] = (
         10,
         "A rank raised a fatal exception of its own (OOM, CUDA error) and went on (an error path, a "
         "handler): what it does next (an extra collective, a wait) is the exception's consequence.",
+    ),
+    Kind(
+        "abort-echo",
+        "cuda-error",
+        "consequence",
+        72,
+        "An unhandled CUDA error PyTorch raised out of ncclCommAbort (metrics.role abort-echo): the abort only "
+        "synchronises and frees the communicator, so the error is the sticky one of an earlier CUDA fault.",
+        equals=(("role", "abort-echo"),),
     ),
     Kind(
         "cuda-error",
@@ -253,6 +272,14 @@ KINDS: tuple[Kind, ...] = (
         "The watchdog timing out is how a stuck collective is detected on the ranks that waited.",
     ),
     Kind(
+        "timeout",
+        "failed-collective",
+        "symptom",
+        70,
+        "The Flight Recorder's stack of a failed collective is printed by the watchdog that timed the "
+        "collective out (or saw it fail): like the timeout line, it is how the stuck collective was detected.",
+    ),
+    Kind(
         "init-stuck",
         "init-incomplete",
         "symptom",
@@ -288,6 +315,16 @@ KINDS: tuple[Kind, ...] = (
         equals=(("_group", "config"),),
     ),
     # --- meanings of WARN families (issue 28): cause classes of the message catalog ------------------
+    Kind(
+        "stored-error",
+        "nccl-warn",
+        "consequence",
+        72,
+        "A WARN that, in its context, reports again an error its communicator already holds "
+        "(metrics.repeats: NCCL 2.14-2.25's `Attempt to use communicator before the previous operation "
+        "returned ncclSuccess` after an earlier WARN of the process): the earlier failure, seen again.",
+        has=("repeats",),
+    ),
     Kind(
         "peer-echo",
         "*",
@@ -398,11 +435,30 @@ LINKS: tuple[LinkRule, ...] = (
     LinkRule(
         "local-failure-closes-peers",
         (*LOCAL_FAILURES, "app-exception"),
-        ("connection-echo", "ib-flushed", "peer-echo", "exit-echo", "connection-retry"),
+        ("connection-echo", "ib-flushed", "peer-echo", "exit-echo", "connection-retry", "abort-echo"),
         "job",
         "A process that dies or stops on its own error closes its sockets and queue pairs: its peers "
         "report the connection lost, not why.",
         "its peers lost their connection to it",
+    ),
+    LinkRule(
+        "old-library-fails",
+        ("unsupported-library",),
+        (*LOCAL_FAILURES, *NETWORK_FAILURES, "connection-echo", "peer-echo", *HANGS, "timeout", "init-stuck"),
+        "job",
+        "Under NCCL 1.x the CUDA errors, failed connections and hangs of a run are that library's: upgrading is "
+        "the fix before any of them is worth reading on its own.",
+        "the run used NCCL 1.x, which fails there",
+        timed=False,
+    ),
+    LinkRule(
+        "stored-error-repeats",
+        (*LOCAL_FAILURES, *NETWORK_FAILURES, *CONFIG_FAILURES, "app-exception"),
+        ("stored-error",),
+        "job",
+        "A communicator that failed keeps the error (ncclCommSetAsyncError) and returns it, with a WARN of its "
+        "own, on every later call until it is destroyed: the later WARN is the earlier failure seen again.",
+        "the communicator kept that error and returned it on its next use",
     ),
     LinkRule(
         "local-failure-stalls-collectives",
@@ -431,6 +487,7 @@ LINKS: tuple[LinkRule, ...] = (
             "ib-flushed",
             "peer-echo",
             "exit-echo",
+            "abort-echo",
             *HANGS,
             "timeout",
             "init-stuck",
@@ -519,7 +576,7 @@ LINKS: tuple[LinkRule, ...] = (
     LinkRule(
         "hang-detected",
         HANGS,
-        ("timeout", "connection-echo", "peer-echo", "exit-echo", "log-cut", "ib-flushed"),
+        ("timeout", "connection-echo", "peer-echo", "exit-echo", "log-cut", "ib-flushed", "abort-echo"),
         "job",
         "The watchdog timeout is how the stuck collective was detected; after it PyTorch aborts the "
         "communicators and the launcher kills the job, which closes every connection.",

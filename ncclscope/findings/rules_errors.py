@@ -16,7 +16,7 @@ import polars as pl
 from ncclscope.findings import meanings as M
 from ncclscope.findings.context import in_context
 from ncclscope.findings.registry import Context, rule
-from ncclscope.findings.rules_common import CITE, cite, live_warnings, make, norm_host, where
+from ncclscope.findings.rules_common import CITE, cite, job_shape, live_warnings, make, norm_host, where
 from ncclscope.records import Finding, Severity
 
 ECHO = (
@@ -29,6 +29,7 @@ IFACE_MSG = (
     r"(?i)no interface found|no socket interface|no usable listening|Socket creation failed|no device found"
 )
 SOCKET_FAMILIES = ["socket", "bootstrap", "proxy"]
+LINK_LOCAL_SCOPE = re.compile(r"%([\w.-]+)<")  # `fe80::…%ib1<port>`: the interface the address is scoped to
 SOCKET_FILES = r"(?i)(socket|bootstrap|net_socket)\.(cc|cu|h)$"
 IB_STATUS = {
     1: "local length error",
@@ -117,7 +118,8 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     rows = rows.filter(~ctx.phase.benign_teardown(rows))
     if rows.is_empty():
         return []
-    rows = _ordered(rows, pl.col("cls"))
+    # A WARN that names the failure comes before a silent trail of the same class (that one is only inferred).
+    rows = _ordered(rows, pl.col("cls") * 2 + pl.col("silent").cast(pl.Int32))
     first = rows.row(0, named=True)
     others = live_warnings(ctx).filter(pl.col("family").is_in(FAILURE_FAMILIES) & (pl.col("level") == "WARN"))
     # Only peers closing on us, in a job whose hang or dead rank the hang rules name: the closures are the
@@ -157,11 +159,23 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
     )
     message = first["message"] or ""
     why, fix = _advice(message)
+    local = _local_cause(message, first["cls"], ctx)
+    if local == "loopback":
+        title = f"NCCL's sockets use a loopback address, unreachable from other nodes, first {where(rows.head(1), ctx)}: {what}"
+    elif _cause(message) == "loopback":  # a single-node job: loopback is fine there, the advice is not
+        why, fix = GENERIC.why, GENERIC.fix
     fam = M.family_of(message) if message else None
     if fam is not None and fam.id in NOT_A_CONNECTION and _cause(message) == "generic":
         # the first line is a rendezvous that went wrong, not a link: its meaning decides the advice
         why, fix = fam.advice(message)
         title = f"{NOT_A_CONNECTION[fam.id]}, first {where(rows.head(1), ctx)}: {what}"
+    if local == "link-local":
+        scope = LINK_LOCAL_SCOPE.search(message)
+        title = (
+            "NCCL's sockets use a link-local address, not routable between nodes"
+            + (f" (interface {scope.group(1)})" if scope else "")
+            + f", first {where(rows.head(1), ctx)}: {what}"
+        )
     seen = in_context(fam.id, message, ctx) if fam is not None else None
     if seen is not None:  # the job's other lines change what the first line means (findings.context)
         why, fix = seen.why, seen.fix
@@ -178,7 +192,11 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             ordered=True,
             metrics={
                 "cause": _cause(message),
-                "cause_class": seen.cause if seen is not None else _cause_class(first["cls"], fam, message),
+                "cause_class": seen.cause
+                if seen is not None
+                else "configuration"
+                if local
+                else _cause_class(first["cls"], fam, message),
                 "role": _role(rows),
             },
         )
@@ -194,6 +212,15 @@ NOT_A_CONNECTION = {
     "version-mismatch": "Ranks run different NCCL versions",
     "socket-no-interface": "No usable network interface for NCCL's sockets",
 }
+
+
+def _local_cause(message: str, cls: int, ctx: Context) -> str | None:
+    """`link-local` or `loopback` when the first failed connect went to such an address (not an echo): the
+    address chosen is the fault, not the network under it; loopback only where the job may span nodes."""
+    cause = _cause(message)
+    if cls == 3 or cause not in ("link-local", "loopback"):
+        return None
+    return None if cause == "loopback" and job_shape(ctx).multi_node is False else cause
 
 
 def _cause_class(cls: int, fam: M.Family | None, message: str) -> str:
@@ -223,6 +250,27 @@ GENERIC = Advice(
 )
 # The first failure's own words decide the advice (NCCL's socket.cc / bootstrap.cc messages).
 ADVICE: dict[str, Advice] = {
+    # An IPv6 fe80::/10 address (with its `%<iface>` scope, as NCCL's socket.cc prints it) or IPv4 169.254/16
+    # is valid on one link only (RFC 4291 2.5.6, RFC 3927): a peer on another node can never reach it.
+    # 127.0.0.0/8 or ::1 in a failed connect: the peer advertised its own loopback (NCCL picked `lo`), which
+    # no other host reaches; on a job the facts prove single-node it is no fault (see _local_cause).
+    "loopback": Advice(
+        r"(?:\b127\.\d+\.\d+\.\d+|\[?::1\]?)<\d+>",
+        "The address in the failed connect is a loopback address (127.0.0.0/8 or ::1): the peer advertised its "
+        "own loopback interface, which only its own host can reach. NCCL picked `lo` for its sockets "
+        "(NCCL_SOCKET_IFNAME=lo, or no other interface matched), so ranks on other nodes cannot connect.",
+        "Set NCCL_SOCKET_IFNAME to the interface on the nodes' shared network (e.g. eth0, ens*, enp* on AWS "
+        "p5); check that MASTER_ADDR is the node's routable address, not localhost.",
+    ),
+    "link-local": Advice(
+        r"(?i)\bfe[89ab][0-9a-f]:[0-9a-f:]*%|\b169\.254\.\d+\.\d+<",
+        "The address in the failed connect is link-local (IPv6 fe80::/10 with a %<interface> scope, or IPv4 "
+        "169.254/16): it is valid only on one link and is not routed between nodes. NCCL chose an interface "
+        "whose only address is link-local (an IPoIB `ib*` or a VM/container interface without IPv4), so the "
+        "peers cannot reach the address it advertised.",
+        "Set NCCL_SOCKET_IFNAME to the interface that carries the nodes' routable address (eth*/ens*/bond*), "
+        "or give that interface an IPv4 or global address; NCCL_SOCKET_FAMILY=AF_INET keeps NCCL off IPv6.",
+    ),
     "incompatible-peer": Advice(
         r"(?i)with family \d+|neither AF_INET|wrong (?:magic|type)|Invalid NCCL_COMM_ID|message truncated : received",
         "The peer answered, but with bytes this rank cannot read (an unknown address family, a wrong magic or "

@@ -14,6 +14,12 @@ import polars as pl
 from ncclscope.findings import meanings as M
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import cite, live_warnings, make, norm_host, where
+from ncclscope.findings.teardown_abort import (
+    ABORT_ECHO_FIX,
+    ABORT_ECHO_TITLE,
+    ABORT_ECHO_WHY,
+    raised_by_abort,
+)
 from ncclscope.records import Finding
 
 
@@ -95,6 +101,9 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     cited = (
         rows.unique(["host", "pid", "text"], keep="first", maintain_order=True).sort(["path", "line"]).head(8)
     )
+    if code_only and not oom and raised_by_abort(ctx, rows):  # findings.teardown_abort: an echo at teardown
+        title, why, fix = ABORT_ECHO_TITLE + where(first, ctx), ABORT_ECHO_WHY, ABORT_ECHO_FIX
+        return [make("cuda-error", "warning", title, why, fix, cited, ctx, metrics={"role": "abort-echo"})]
     return [make("cuda-error", "error", title, why, fix, cited, ctx)]
 
 

@@ -22,6 +22,7 @@ from ncclscope.findings import quoted as Q
 from ncclscope.findings.context import in_context
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, hosts_of, make, ranks_of
+from ncclscope.findings.trail_fatal import fatal_trail
 from ncclscope.parse.logs.lines.families import BENIGN_WARNS
 from ncclscope.records import Finding, Severity
 from ncclscope.schema import ORIGIN
@@ -148,12 +149,13 @@ def unexplained_warn(ctx: Context) -> Iterable[Finding]:
 )
 def nccl_warn(ctx: Context) -> Iterable[Finding]:
     """WARN lines left after every other rule (not benign, not teardown, not cited) whose message a meaning
-    family claims: one finding per family, in order of first appearance, with that family's cause class
-    (metrics.cause_class: configuration, resource, network, hardware/driver, peer-failure, internal,
-    teardown), severity, NCCL variables and why/try; the advice is the family's variant that matches the
-    first line's text. Severity is the family's (error, warning or info). Also NCCL errors other programs
-    quote (findings.quoted: PyTorch's `Last error:` text, nccl-tests' `Test CUDA|NCCL failure`) when no
-    finding cites them."""
+        family claims: one finding per family, in order of first appearance, with that family's cause class
+        (metrics.cause_class: configuration, resource, network, hardware/driver, peer-failure, internal,
+        teardown), severity, NCCL variables and why/try; the advice is the family's variant that matches the
+        first line's text. Severity is the family's (error, warning or info), and error when a warning-weight
+    WARN's own error trail reaches the API boundary (findings.trail_fatal: the call failed). Also NCCL errors other programs
+        quote (findings.quoted: PyTorch's `Last error:` text, nccl-tests' `Test CUDA|NCCL failure`) when no
+        finding cites them."""
     cols = [*CITE, "message", "shape", "meaning"]
     left = pl.concat(
         [_unread(ctx).filter(pl.col("meaning").is_not_null()).select(cols), _quoted(ctx).select(cols)],
@@ -176,7 +178,16 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
         seen = in_context(fam.id, first, ctx)  # the job's other lines may change what the line means
         if seen is not None:
             why, fix, cause = seen.why, seen.fix, seen.cause
+            sev = "warning" if seen.severity == "warning" else "info" if seen.severity == "info" else sev
             title = f"{seen.label}: {first}"
+        # A warning-weight WARN whose error left NCCL through the API (its trail reaches group.cc/init.cc)
+        # failed the call: an error, whatever the family's usual weight (findings.trail_fatal).
+        fatal = (
+            fatal_trail(ctx, rows) if sev == "warning" and cause not in ("peer-failure", "benign") else None
+        )
+        if fatal is not None:
+            sev = "error"
+            title += f" ({fatal.words()})"
         if rows.height > 1:
             title += f" (+{rows.height - 1} line(s), {kinds.height} kind(s))"
         out.append(
@@ -197,6 +208,8 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
                     "lines": rows.height,
                     "kinds": [{"message": m, "count": n} for _, n, m in kinds.head(MAX_SHAPES).iter_rows()],
                     **({"context": seen.evidence()} if seen is not None else {}),
+                    **({"repeats": seen.repeats} if seen is not None and seen.repeats else {}),
+                    **({"fatal": fatal.words(), "result": fatal.code} if fatal is not None else {}),
                 },
             )
         )

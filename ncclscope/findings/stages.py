@@ -54,7 +54,11 @@ class StageOutputs:
     def __post_init__(self) -> None:
         if self.facts is _DERIVE:
             # frozen: the one write of a derived field, before anyone reads the record
-            object.__setattr__(self, "facts", derive(self.logs, self.ranks, self.comms, self.init_rows))
+            object.__setattr__(
+                self,
+                "facts",
+                derive(self.logs, self.ranks, self.comms, self.init_rows, self.nccltests.devices),
+            )
 
     @cached_property
     def init_rows(self) -> pl.DataFrame:

@@ -287,12 +287,25 @@ def _decide(g: _Group, s: int | None, detectors: set[int]) -> tuple[str, tuple[i
     if g.source == "torch" and not T and E and max(E.values()) < 0:
         return "undetermined", (), "low", NEVER_USED
     if not T and E and len(E) == len(seen) and max(E.values()) < s:
+        idle = tuple(sorted(r for r in E if r not in detectors))
+        if detectors and idle and not detectors & set(E):
+            return "a", idle, "medium", _idle_reason(detectors, idle, s)
         # Nobody enqueued the next work: what lags in `completed` on one rank is bookkeeping (the
         # watchdog updates it lazily), not a stuck collective.
         return "e", (), "high" if _complete(g) else "medium", "no rank that reported has enqueued work left"
     if never:
         return "a", never, "high" if _complete(g) else "medium", f"last enqueued work < {s} on those ranks"
     return _all_entered(g, s)
+
+
+def _idle_reason(detectors: set[int], idle: tuple[int, ...], s: int) -> str:
+    """Another rank timed out (its dump signal reached these ranks, whose own progress it does not show)
+    while these had completed every work they enqueued: they never issued the collective it waits in."""
+    return (
+        f"rank {fmt_ranks(tuple(sorted(detectors)))} timed out while rank(s) {fmt_ranks(idle)} had completed every "
+        f"work they enqueued (last {s - 1}): they never issued the next collective, held up before it on the "
+        "host side (the program, a data loader, the GIL), or the stuck collective is in another group"
+    )
 
 
 def _all_entered(g: _Group, s: int) -> tuple[str, tuple[int, ...], str, str]:

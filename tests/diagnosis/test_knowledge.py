@@ -39,6 +39,12 @@ WATCHDOG = Evidence(
 IB12 = Evidence(
     "r0.log", 20, "node-00:1:3 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12"
 )
+# aws/aws-ofi-nccl#927 (NCCL 2.21.5): the communicator used again after the plugin's failure.
+ENSURE = Evidence(
+    "r0.log",
+    30,
+    "init.cc:290 NCCL WARN Attempt to use communicator before the previous operation returned ncclSuccess",
+)
 TRACE = Evidence("nccl_trace_rank_1", 0, "flight entry pg 1 all_reduce #25 state scheduled")
 
 
@@ -69,6 +75,7 @@ def hang(klass: str, culprits: tuple[int, ...], group: str, ev: Evidence = TRACE
 
 # One finding per KINDS entry, in KINDS order (two entries may share an id).
 KIND_CASES: list[Finding] = [
+    f("nccl-1x", ev=Evidence("t.log", 3, "# NCCL Tests compiled with NCCL 1.0")),
     f("rank-exited", "warning", (1,), CLOSED, echo_of="duplicate-gpu"),
     f("rank-exited", "warning", (1,), CLOSED),
     f("rank-exited", ranks=(0,), exc_type="torch.OutOfMemoryError"),
@@ -79,6 +86,7 @@ KIND_CASES: list[Finding] = [
         ev=Evidence("ras.txt", 13, "Process 3748990 on node node1 managing GPU 3"),
     ),
     f("rank-exception", ranks=(0,)),
+    f("cuda-error", "warning", role="abort-echo"),
     f("cuda-error"),
     f("nvls-failure"),
     f("shm-exhausted"),
@@ -96,10 +104,12 @@ KIND_CASES: list[Finding] = [
     hang("c", (1,), "PG 1"),
     hang("b", (), "PG 1"),
     f("watchdog-timeout", ranks=(0, 1), ev=WATCHDOG),
+    f("failed-collective", ranks=(3,), ev=Evidence("r3.log", 1, "Stack trace of the failed collective: ")),
     f("init-incomplete", "error", (2,)),
     f("init-incomplete", "warning", (2,)),
     f("unexplained-warn", "warning"),
     f("version-mismatch", ev=VERSION),
+    f("nccl-warn", "warning", ev=ENSURE, cause_class="peer-failure", repeats="NET/OFI Unexpected status (0)"),
     f("nccl-warn", "warning", ev=CLOSED, cause_class="peer-failure"),
     f("nccl-warn", "info", ev=CLOSED, cause_class="teardown"),
     f("nccl-warn", "error", cause_class="resource"),
@@ -131,6 +141,22 @@ LINK_CASES: dict[str, tuple[list[Finding], int, int]] = {
     "same-line": ([f("cuda-error", ranks=(0,)), f("nvls-failure", ranks=(0,))], 1, 0),  # both cite OOM's line
     "local-failure-closes-peers": (
         [f("cuda-error", ranks=(0,)), f("connection-failure", ev=CLOSED, role="echo")],
+        1,
+        0,
+    ),
+    "old-library-fails": (
+        [
+            f("nccl-1x", ev=Evidence("t.log", 3, "# NCCL Tests compiled with NCCL 1.0")),
+            f("cuda-error", ranks=(0,)),
+        ],
+        1,
+        0,
+    ),
+    "stored-error-repeats": (
+        [
+            f("nccl-warn", "error", cause_class="internal"),
+            f("nccl-warn", "warning", ev=ENSURE, cause_class="peer-failure", repeats="Cuda failure"),
+        ],
         1,
         0,
     ),

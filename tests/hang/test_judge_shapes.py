@@ -189,3 +189,27 @@ def test_a_wrapped_dump_signal_line_is_read_whole(tmp_path: Path) -> None:
     assert v.seq == 9387 and v.detectors == (7,)
     v = _one_verdict(tmp_path, DUMP_LOST_SPACE)
     assert v.seq == 427698 and v.detectors == (1,)
+
+
+def _dump_signal(rank: int, src: str, enq: int, done: int) -> str:
+    """PyTorch ProcessGroupNCCL's dump-signal line (ProcessGroupNCCL.cpp, torch >= 2.3: `Received a dump signal
+    due to a collective timeout from <rank N | this local rank> … Last enqueued NCCL work: %ld, last completed
+    NCCL work: %ld.`)."""
+    return (
+        f"[rank{rank}]:[E301 10:00:00.000000000 ProcessGroupNCCL.cpp:1743] [PG ID 1 PG GUID 1 Rank {rank}] Received a "
+        f"dump signal due to a collective timeout from {src} and we will try our best to dump the debug info. Last "
+        f"enqueued NCCL work: {enq}, last completed NCCL work: {done}."
+    )
+
+
+def test_ranks_idle_while_another_timed_out_never_issued_the_collective(tmp_path: Path) -> None:
+    # judge2 grpo46's class: only the receivers' progress is shown, each with enqueued == completed.
+    v = _one_verdict(tmp_path, [_dump_signal(3, "rank 0", 50, 50), _dump_signal(6, "rank 0", 50, 50)])
+    assert v.klass == "a" and v.culprits == (3, 6) and v.detectors == (0,) and v.confidence == "medium"
+    assert "never issued the next collective" in v.reason
+
+
+def test_with_the_detector_idle_too_the_hang_stays_outside_nccl(tmp_path: Path) -> None:
+    lines = [_dump_signal(0, "this local rank", 50, 50), _dump_signal(3, "rank 0", 50, 50)]
+    v = _one_verdict(tmp_path, lines)
+    assert v.klass == "e" and v.culprits == ()

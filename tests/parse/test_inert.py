@@ -146,11 +146,20 @@ def test_keep_patterns_are_the_consumers_own() -> None:
     from ncclscope.findings.rules_gpu import NVLS_BIND, UNHANDLED_CUDA
     from ncclscope.findings.rules_init import ELISION
     from ncclscope.findings.rules_kernel import LF_NEEDLE, XID_NEEDLE
+    from ncclscope.findings.rules_library import COMPILED_WITH
     from ncclscope.hang.exits import _CRASH
 
     policy = keep_policy()
     want = (APP_END, PLUGIN_FAIL, ELISION, _CRASH, RCCL_BANNER, LAUNCHER, NCCLTESTS)
-    assert set(policy.patterns) == {*want, IB_COMPLETION, NVLS_BIND, UNHANDLED_CUDA, XID_NEEDLE, LF_NEEDLE}
+    assert set(policy.patterns) == {
+        *want,
+        IB_COMPLETION,
+        NVLS_BIND,
+        UNHANDLED_CUDA,
+        XID_NEEDLE,
+        LF_NEEDLE,
+        COMPILED_WITH,
+    }
     by_rule = {r.id: r.searches for r in all_rules() if r.searches}
     assert by_rule["ib-error"] == (IB_COMPLETION,) and ELISION in by_rule["init-incomplete"]
     src = (REPO / "ncclscope" / "parse").rglob("*.py")
@@ -175,6 +184,7 @@ def test_keep_patterns_are_the_consumers_own() -> None:
         "findings/rules_gpu.py": 3,
         "findings/rules_init.py": 1,
         "findings/rules_kernel.py": 1,  # `NVRM: Xid` and libfabric lines (declared searches)
+        "findings/rules_library.py": 1,  # nccl-tests' `compiled with NCCL` header (declared search)
         "hang/exits.py": 3,
         "hang/verdict.py": 1,
         "report/views_health.py": 2,

@@ -27,6 +27,7 @@ from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed
 from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
 from ncclscope.parse.logs.lines import collfacts, collfast, peel, rejoin, rx, streams
 from ncclscope.parse.logs.lines.catalog import split_known, split_torch_known
+from ncclscope.parse.logs.lines.flattened import split_flattened
 from ncclscope.parse.logs.lines.match import match_families
 from ncclscope.parse.logs.lines.peel import MAX_TEXT
 from ncclscope.parse.logs.lines.prepare import prepare
@@ -278,7 +279,7 @@ class _Acc:
     def flush(self, *, final: bool = True) -> None:
         if not self.pending:
             return
-        raw = pl.concat(self.pending, how="vertical_relaxed")
+        raw = split_flattened(pl.concat(self.pending, how="vertical_relaxed"))  # one-line pastes of a task
         self.pending = []
         df = prepare(raw, self.tuning)
         cut = df.height if final else rejoin.open_tail(df)  # a wrapped run may go on in the next block

@@ -99,7 +99,7 @@ def read_nccltests(
         except (OSError, ValueError, EOFError, InputError, RecursionError) as e:  # (InputError: a cap)
             notes.append(f"{path}: nccl-tests output not read ({e})")
             continue
-        if f.results.height or f.summary.height:
+        if f.results.height or f.summary.height or f.devices.height:  # a device list alone says the nodes
             parts.append((f.results, f.devices, f.summary, f.runs))
             used.append(path)
     if not parts:
