@@ -52,6 +52,9 @@ class Section:
     markdown: Markdown | None = None
     html: Html | None = None
     terminal: Terminal | None = None
+    schema: type[Any] | None = (
+        None  # the data's msgspec Struct type (None: untyped); the JSON Schema is generated from it
+    )
 
     @property
     def element_id(self) -> str:
