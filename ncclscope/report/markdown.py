@@ -22,10 +22,10 @@ _ICON = {"error": "🔴", "warning": "🟠", "info": "🔵", "ok": "🟢"}
 def render_doc(doc: dict[str, Any]) -> str:
     """Markdown for a report document built by `document.build` (and redacted, when asked)."""
     v = doc["verdict"]
-    counts = doc["counts"]
+    counts = sections.counts_of(doc)
     tally = " · ".join(
-        f"{counts.get(k, 0)} {k}{'s' if counts.get(k, 0) != 1 and k != 'info' else ''}"
-        for k in ("error", "warning", "info")
+        f"{n} {k}{'s' if n != 1 and k != 'info' else ''}"
+        for k, n in (("error", counts.error), ("warning", counts.warning), ("info", counts.info))
     )
     out = ["# ncclscope report", "", f"> {_ICON[v['severity']]} **{text(v['text'])}**", ">", f"> {tally}", ""]
     for sec in sections.SECTIONS:

@@ -87,6 +87,7 @@ def _rank_records(s: Session, _p: Provenance) -> tuple[RankRecord, ...]:
 
 
 def counts_of(doc: Document) -> Counts:
+    """The `counts` section, typed, from a (possibly redacted) document; likewise the three below."""
     return msgspec.convert(doc["counts"], Counts)
 
 
