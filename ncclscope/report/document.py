@@ -10,9 +10,11 @@ generated from that type, `report.json_report.generated_schema`).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
+import msgspec.inspect
 
 from ncclscope.report import section_findings, section_provenance, sections, views_verdict
 from ncclscope.report.health_data import Health, HealthSection, JobFacts
@@ -66,12 +68,27 @@ def _values(v: Any, r: Redactor) -> Any:
     if isinstance(v, str):
         return r(v)
     if isinstance(v, msgspec.Struct):
-        return msgspec.structs.replace(v, **{f: _values(getattr(v, f), r) for f in v.__struct_fields__})
+        keep = _enum_fields(type(v))  # a severity or a confidence is ours, never a site's identity
+        return msgspec.structs.replace(
+            v, **{f: _values(getattr(v, f), r) for f in v.__struct_fields__ if f not in keep}
+        )
     if isinstance(v, (list, tuple)):
         return type(v)(_values(x, r) for x in v)
     if isinstance(v, dict):
         return {_values(k, r): _values(x, r) for k, x in v.items()}
     return v
+
+
+@cache
+def _enum_fields(cls: type[msgspec.Struct]) -> frozenset[str]:
+    """The fields of a Struct whose values are one of a fixed set (Literal, optional or not)."""
+    out = set()
+    for f in msgspec.inspect.type_info(cls).fields:  # type: ignore[attr-defined]
+        t = f.type.type if isinstance(f.type, msgspec.inspect.Metadata) else f.type
+        alts = t.types if isinstance(t, msgspec.inspect.UnionType) else (t,)
+        if any(isinstance(a, msgspec.inspect.LiteralType) for a in alts):
+            out.add(f.name)
+    return frozenset(out)
 
 
 def _tree(data: object) -> Any:

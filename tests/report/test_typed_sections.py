@@ -98,7 +98,7 @@ def _host_named_like_fields() -> redact.Redactor:
     """A redactor that learned host names spelled like the typed sections' field names (a log's prefix
     can make any word a host): only values may be redacted, never a field name."""
     r = redact.Redactor()
-    for name in ("multi_node", "world_size", "severity", "evidence", "statement", *HOSTS):
+    for name in ("multi_node", "world_size", "severity", "evidence", "statement", "error", "high", *HOSTS):
         r.add_host(name)
     return r
 
@@ -109,6 +109,10 @@ def test_redaction_keeps_every_typed_section_readable(hang_doc: dict[str, Any]) 
     for key in TYPED:
         msgspec.convert(red[key], sections.by_key(key).schema)  # type: ignore[arg-type]
     assert views_health.of(red) is not None
+    # nor a value of a fixed set (a severity, a confidence): ours, not the site's
+    assert r("error") != "error" and red["verdict"]["severity"] == hang_doc["verdict"]["severity"] == "error"
+    assert red["verdict"]["confidence"] == hang_doc["verdict"]["confidence"] == "high"
+    assert [f["severity"] for f in red["findings"]] == [f["severity"] for f in hang_doc["findings"]]
     text = json_report.render_doc(red)
     assert "multi_node" in text  # the field name survives (`facts.multi_node`)
     # the same document mapped as a plain tree loses the field names it must keep
