@@ -3,7 +3,7 @@
 `build(s)` runs the data builder of each section of `report.sections.SECTIONS` and returns a JSON-like
 tree: verdict, counts, evidence summary, health, findings, hang view, the ranks × configuration table
 with its odd cells (decided once), environment, nccl-tests, provenance, notes. Redaction maps that
-tree; the terminal, Markdown and HTML renderers lay it out with each section's own layouts, and
+tree (`redacted`: a typed section value by value, its field names kept); the terminal, Markdown and HTML renderers lay it out with each section's own layouts, and
 `json_data` projects the stable JSON output from it, typed (`AnalyzeJson`: the published JSON Schema is
 generated from that type, `report.json_report.generated_schema`).
 """
@@ -49,7 +49,12 @@ def verdict(s: Session) -> str:
 def build(s: Session, prov: Provenance | None = None) -> Document:
     """The report document: the data of every section of `report.sections.SECTIONS`, in order."""
     made = prov or Provenance()
-    return {sec.key: _tree(sec.build(s, made)) for sec in sections.SECTIONS if sec.build is not None}
+    return {sec.key: _stored(sec, sec.build(s, made)) for sec in sections.SECTIONS if sec.build is not None}
+
+
+def _stored(sec: Section, data: object) -> object:
+    """Typed data (a section with a `schema`, or a Struct) as its tree; untyped data as it was built."""
+    return _tree(data) if sec.schema is not None or isinstance(data, msgspec.Struct) else data
 
 
 def redacted(doc: Document, r: Redactor) -> Document:
