@@ -4,6 +4,9 @@ One sentence (`text`) for the line users read, and the structure behind it for e
 the JSON: the cause's finding, ranks, hosts, confidence, the echoes folded under it, the chain of
 reasoning with its evidence, and any further independent causes. `folded` maps each echo's finding
 index to its cause's, so renderers can fold findings without reasoning again.
+
+Data: a `VerdictSection` (typed; the JSON output's `Verdict` plus the renderer-only `folded`), stored in
+the document as its tree and read back typed by the layouts (`of(doc)`, after any redaction).
 """
 
 from __future__ import annotations
