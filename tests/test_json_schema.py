@@ -1,5 +1,6 @@
 """Report, JSON: `ncclscope analyze --format json` follows the published JSON Schema
-(ncclscope/schemas/analyze.schema.json), and `rules` / `coverage` JSON carry the same schema_version."""
+(ncclscope/schemas/analyze.schema.json), which is generated from the output's types (`AnalyzeJson`), and
+`rules` / `coverage` JSON carry the same schema_version."""
 
 from __future__ import annotations
 
@@ -54,7 +55,82 @@ def test_corpus_follows_schema(corpus_dir: Path, capsys: pytest.CaptureFixture[s
 
 def test_the_schema_is_a_valid_schema_of_this_version() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    assert SCHEMA["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
+    assert SCHEMA["properties"]["schema_version"]["const"] == SCHEMA_VERSION
+
+
+def test_the_shipped_schema_is_the_one_generated_from_the_types() -> None:
+    """Edit the types in ncclscope/report/, then run `python tools/json_schema.py`: never the file."""
+    shipped = (Path(json_report.__file__).parent.parent / "schemas" / "analyze.schema.json").read_text()
+    assert shipped == json_report.schema_text()
+
+
+# What the hand-written schema of schema_version 1.0 required, object by object: the generated one must
+# require at least as much (a reader relying on a field keeps finding it).
+REQUIRED_IN_1_0 = {
+    "": ["schema_version", "ncclscope", "verdict", "inputs", "ranks", "findings", "coverage", "notes"],
+    "Verdict": [
+        "severity",
+        "text",
+        "finding",
+        "index",
+        "ranks",
+        "hosts",
+        "confidence",
+        "echoes",
+        "chain",
+        "causes",
+    ],
+    "CauseView": ["finding", "index", "ranks", "hosts", "confidence", "echoes", "chain"],
+    "Echo": ["finding", "index", "title"],
+    "ChainStep": ["text", "evidence"],
+    "Evidence": ["path", "line", "text"],
+    "LogInput": ["path", "lines"],
+    "RankRecord": ["rank", "host", "pid", "cuda_dev", "nccl_version", "comm_ids"],
+    "Finding": ["id", "severity", "title", "ranks", "hosts", "evidence", "why", "fix"],
+    "Coverage": ["lines", "nccl_lines", "recognized", "unknown"],
+}
+# ... and its enums, which the generated schema must keep to the same values (order aside).
+ENUMS_IN_1_0 = {
+    ("Verdict", "severity"): {"error", "warning", "info", "ok"},
+    ("Verdict", "confidence"): {"high", "medium", "low", None},
+    ("CauseView", "confidence"): {"high", "medium", "low"},
+    ("Finding", "severity"): {"error", "warning", "info"},
+}
+
+
+def _allowed(prop: dict[str, object]) -> set[object]:
+    """The values an enum property allows (an optional one: `anyOf` an enum and null)."""
+    out: set[object] = set()
+    for alt in prop.get("anyOf", [prop]):  # type: ignore[attr-defined]
+        out |= set(alt.get("enum", [])) | ({None} if alt.get("type") == "null" else set())
+        assert "enum" in alt or alt.get("type") == "null", prop
+    return out
+
+
+def test_the_generated_schema_is_as_strict_as_the_hand_written_one() -> None:
+    for name, required in REQUIRED_IN_1_0.items():
+        obj = SCHEMA if not name else SCHEMA["$defs"][name]
+        assert set(required) <= set(obj["required"]), name
+    for (name, field), values in ENUMS_IN_1_0.items():
+        assert _allowed(SCHEMA["$defs"][name]["properties"][field]) == values, (name, field)
+    evidence = SCHEMA["$defs"]["Evidence"]
+    assert evidence["additionalProperties"] is False and evidence["properties"]["line"]["minimum"] == 0
+
+
+def test_a_json_output_with_a_field_removed_or_mistyped_fails_the_schema(
+    samples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _doc([str(samples_dir / "hang" / "torch26_class_a_8ranks")], capsys)
+    jsonschema.validate(doc, SCHEMA)
+    bad = [
+        {k: v for k, v in doc.items() if k != "findings"},
+        {**doc, "verdict": {**doc["verdict"], "confidence": "certain"}},  # type: ignore[dict-item]
+        {**doc, "findings": [{**doc["findings"][0], "severity": "fatal"}]},  # type: ignore[index, dict-item]
+        {**doc, "health": {**doc["health"], "healthy": "yes"}},  # type: ignore[dict-item]
+    ]
+    for b in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(b, SCHEMA)
 
 
 def test_every_sample_set_follows_schema(samples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -45,7 +45,7 @@ def document_for(s: Session, options: Options = Options()) -> dict[str, Any]:
     doc = D.build(s, D.Provenance(command=options.command, redacted=options.redact))
     if not options.redact:
         return doc
-    result: dict[str, Any] = redact.for_session(s, doc).tree(doc)
+    result: dict[str, Any] = D.redacted(doc, redact.for_session(s, doc))
     return result
 
 
@@ -85,7 +85,7 @@ class HtmlRenderer:
         if options.redact:
             r = redact.for_session(s, doc)
             r.learn(figs)
-            doc, figs = r.tree(doc), r.tree(figs)
+            doc, figs = D.redacted(doc, r), r.tree(figs)
         return html.render_page(doc, figs)
 
 

@@ -25,10 +25,10 @@ def render_doc(doc: dict[str, Any], flavor: str = "markdown") -> str:
     "markdown" (GitHub/GitLab) or "jira" (Jira wiki markup)."""
     with md_text.flavor(flavor):
         v = doc["verdict"]
-        counts = doc["counts"]
+        counts = sections.counts_of(doc)
         tally = " · ".join(
-            f"{counts.get(k, 0)} {k}{'s' if counts.get(k, 0) != 1 and k != 'info' else ''}"
-            for k in ("error", "warning", "info")
+            f"{n} {k}{'s' if n != 1 and k != 'info' else ''}"
+            for k, n in (("error", counts.error), ("warning", counts.warning), ("info", counts.info))
         )
         out = [
             "# ncclscope report",

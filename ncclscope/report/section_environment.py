@@ -134,4 +134,5 @@ SECTION = Section(
     menu="Environment",
     markdown=markdown,
     html=html,
+    schema=Environment,
 )

@@ -1,17 +1,21 @@
 """Report stage, findings section: every finding, errors first, the cause's echoes folded under it.
 
-Data: each finding's JSON (`Finding.to_json`). Layouts: Markdown (evidence in collapsible `<details>`,
+Data: a `Finding` per finding (typed: `Finding.to_json`'s fields, `metrics` left out when empty), stored in
+the document as its tree and read back typed by the layouts (`of(doc)`, after any redaction). Layouts: Markdown (evidence in collapsible `<details>`,
 quoted lines in fenced blocks), HTML (one card per finding) and terminal (one line per finding, its
 evidence, why and what to try).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from ncclscope.records import SEVERITY_ORDER
+import msgspec
+
+from ncclscope.records import SEVERITY_ORDER, Severity
 from ncclscope.report import views_verdict
-from ncclscope.report.facts import cite, printable, ranks_summary
+from ncclscope.report.cited import Evidence, at
+from ncclscope.report.facts import printable, ranks_summary
 from ncclscope.report.html_tables import e
 from ncclscope.report.md_text import fenced, text
 from ncclscope.report.section import Document, Provenance, Section
@@ -30,26 +34,61 @@ _HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def build(s: Session, _p: Provenance) -> list[dict[str, Any]]:
-    return [f.to_json() for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])]
+class Finding(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
+    """One finding: what a rule found, on which ranks and hosts, the lines that show it, why it matters and
+    what to try."""
+
+    id: Annotated[str, msgspec.Meta(description="stable rule id (`ncclscope rules ID`)")]
+    severity: Severity
+    title: str
+    ranks: tuple[int, ...]
+    hosts: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    why: str
+    fix: str
+    metrics: Annotated[dict[str, Any], msgspec.Meta(description="rule-specific numbers")] = msgspec.field(
+        default_factory=dict
+    )
+
+
+def build(s: Session, _p: Provenance) -> tuple[Finding, ...]:
+    return tuple(
+        Finding(
+            id=f.id,
+            severity=f.severity,
+            title=f.title,
+            ranks=f.ranks,
+            hosts=f.hosts,
+            evidence=tuple(Evidence(e.path, e.line, e.text) for e in f.evidence),
+            why=f.why,
+            fix=f.fix,
+            metrics=f.metrics,
+        )
+        for f in sorted(s.findings, key=lambda f: SEVERITY_ORDER[f.severity])
+    )
+
+
+def of(doc: Document) -> tuple[Finding, ...]:
+    """The section's data, typed, from a (possibly redacted) document."""
+    return msgspec.convert(doc["findings"], tuple[Finding, ...])
 
 
 # --- Markdown -----------------------------------------------------------------------------------------
 
 
-def _md_finding(f: dict[str, Any]) -> list[str]:
-    out = [f"#### {_ICON[f['severity']]} `{f['id']}` {text(f['title'])}", ""]
+def _md_finding(f: Finding) -> list[str]:
+    out = [f"#### {_ICON[f.severity]} `{f.id}` {text(f.title)}", ""]
     who = []
-    if f["ranks"]:
-        who.append(f"**Ranks:** {text(ranks_summary(f['ranks']))}")
-    if f["hosts"]:
-        who.append(f"**Hosts:** {text(', '.join(f['hosts'][:12]))}" + (" …" if len(f["hosts"]) > 12 else ""))
+    if f.ranks:
+        who.append(f"**Ranks:** {text(ranks_summary(list(f.ranks)))}")
+    if f.hosts:
+        who.append(f"**Hosts:** {text(', '.join(f.hosts[:12]))}" + (" …" if len(f.hosts) > 12 else ""))
     if who:
         out += [" · ".join(who), ""]
-    out += [f"**Why it matters:** {text(f['why'])}", "", f"**What to try:** {text(f['fix'])}", ""]
-    ev = f["evidence"]
+    out += [f"**Why it matters:** {text(f.why)}", "", f"**What to try:** {text(f.fix)}", ""]
+    ev = f.evidence
     if ev:
-        lines = [printable(f"{cite(x)}  {x['text']}") for x in ev[:MD_EVIDENCE]]
+        lines = [printable(f"{at(x)}  {x.text}") for x in ev[:MD_EVIDENCE]]
         if len(ev) > MD_EVIDENCE:
             lines.append(f"… {len(ev) - MD_EVIDENCE} more lines")
         n = len(ev)
@@ -67,11 +106,12 @@ def _md_finding(f: dict[str, Any]) -> list[str]:
 
 def markdown(doc: Document) -> list[str]:
     out = ["## Findings", ""]
-    if not doc["findings"]:
+    findings = of(doc)
+    if not findings:
         return out + ["No findings: nothing in the evidence looks wrong.", ""]
-    folded = views_verdict.fold(doc)
-    v = doc["verdict"]
-    causes = folded[: 1 + len(v["causes"])] if v["index"] is not None else []  # fold() puts the causes first
+    v = views_verdict.of(doc)
+    folded = views_verdict.fold(v, findings)
+    causes = folded[: 1 + len(v.causes)] if v.index is not None else []  # fold() puts the causes first
     if causes:
         out += ["### The cause and its echoes", ""]
         for f, echoes in causes:
@@ -87,7 +127,7 @@ def markdown(doc: Document) -> list[str]:
                 out += ["</details>", ""]
     rest = [f for f, _echoes in folded[len(causes) :]]
     for sev, heading in _HEADINGS.items():
-        group = [f for f in rest if f["severity"] == sev]
+        group = [f for f in rest if f.severity == sev]
         if group:
             out += [f"### {'Other ' + heading.lower() if causes else heading} ({len(group)})", ""]
             for f in group:
@@ -98,14 +138,14 @@ def markdown(doc: Document) -> list[str]:
 # --- HTML ---------------------------------------------------------------------------------------------
 
 
-def _html_finding(i: int, f: dict[str, Any]) -> str:
+def _html_finding(i: int, f: Finding) -> str:
     who = []
-    if f["ranks"]:
-        who.append(f"ranks {e(ranks_summary(f['ranks']))}")
-    if f["hosts"]:
-        who.append(f"hosts {e(', '.join(f['hosts'][:12]))}" + (" …" if len(f["hosts"]) > 12 else ""))
-    ev = f["evidence"]
-    lines = "\n".join(f'<span class="loc">{e(cite(x))}</span>  {e(x["text"])}' for x in ev[:HTML_EVIDENCE])
+    if f.ranks:
+        who.append(f"ranks {e(ranks_summary(list(f.ranks)))}")
+    if f.hosts:
+        who.append(f"hosts {e(', '.join(f.hosts[:12]))}" + (" …" if len(f.hosts) > 12 else ""))
+    ev = f.evidence
+    lines = "\n".join(f'<span class="loc">{e(at(x))}</span>  {e(x.text)}' for x in ev[:HTML_EVIDENCE])
     if len(ev) > HTML_EVIDENCE:
         lines += f"\n… {len(ev) - HTML_EVIDENCE} more lines"
     details = (
@@ -116,21 +156,22 @@ def _html_finding(i: int, f: dict[str, Any]) -> str:
         if ev
         else ""
     )
-    sev = e(f["severity"])
+    sev = e(f.severity)
     return (
         f'<div class="finding {sev}" id="finding-{i}"><h3><span class="chips"><span class="sev-{sev}">{sev}'
-        f'</span></span>{e(f["title"])} <span class="id">{e(f["id"])}</span></h3>'
-        f'<div class="who">{" · ".join(who)}</div><p><b>Why it matters:</b> {e(f["why"])}</p>'
-        f"<p><b>What to try:</b> {e(f['fix'])}</p>{details}</div>"
+        f'</span></span>{e(f.title)} <span class="id">{e(f.id)}</span></h3>'
+        f'<div class="who">{" · ".join(who)}</div><p><b>Why it matters:</b> {e(f.why)}</p>'
+        f"<p><b>What to try:</b> {e(f.fix)}</p>{details}</div>"
     )
 
 
 def html(doc: Document, _figures: dict[str, str] | None = None) -> str:
-    if not doc["findings"]:
+    findings = of(doc)
+    if not findings:
         return '<p class="muted">No findings: nothing in the evidence looks wrong.</p>'
-    index = {id(f): i for i, f in enumerate(doc["findings"])}
+    index = {id(f): i for i, f in enumerate(findings)}
     out = []
-    for f, echoes in views_verdict.fold(doc):
+    for f, echoes in views_verdict.fold(views_verdict.of(doc), findings):
         out.append(_html_finding(index[id(f)], f))
         if echoes:
             inner = "".join(_html_finding(index[id(x)], x) for x in echoes)
@@ -161,42 +202,44 @@ def _indented(con: Console, markup: str, indent: int = 4) -> None:
         con.print(" " * indent + markup)
 
 
-def _term_finding(con: Console, f: dict[str, Any]) -> None:
+def _term_finding(con: Console, f: Finding) -> None:
     from ncclscope.report.safe_text import escape
 
-    style = _STYLE[f["severity"]]
-    ranks, hosts, evidence = f["ranks"], f["hosts"], f["evidence"]
+    style = _STYLE[f.severity]
+    ranks, hosts, evidence = f.ranks, f.hosts, f.evidence
     who = ""
     if ranks:
-        who += " ranks " + ranks_summary(ranks, limit=8)
+        who += " ranks " + ranks_summary(list(ranks), limit=8)
     if hosts:
         who += " hosts " + ",".join(hosts[:8]) + ("…" if len(hosts) > 8 else "")
-    sev = str(f["severity"]).upper()
-    con.print(f"[{style}]{sev:7}[/{style}] [b]{escape(f['id'])}[/b]: {escape(f['title'])}{escape(who)}")
+    sev = str(f.severity).upper()
+    con.print(f"[{style}]{sev:7}[/{style}] [b]{escape(f.id)}[/b]: {escape(f.title)}{escape(who)}")
     for x in evidence[:TERMINAL_EVIDENCE]:
-        _indented(con, f"[dim]{escape(cite(x))}[/dim]  {_quoted(str(x['text']))}")
+        _indented(con, f"[dim]{escape(at(x))}[/dim]  {_quoted(str(x.text))}")
     if len(evidence) > TERMINAL_EVIDENCE:
         _indented(con, f"[dim]… {len(evidence) - TERMINAL_EVIDENCE} more lines[/dim]")
-    _indented(con, f"[b]why:[/b] {escape(f['why'])}")
-    _indented(con, f"[b]try:[/b] {escape(f['fix'])}")
+    _indented(con, f"[b]why:[/b] {escape(f.why)}")
+    _indented(con, f"[b]try:[/b] {escape(f.fix)}")
 
 
 def terminal(doc: Document, con: Console) -> None:
     from ncclscope.report.safe_text import escape
 
-    if not doc["findings"]:
+    findings = of(doc)
+    if not findings:
         con.print("no findings")
-    for f, echoes in views_verdict.fold(doc):
+    for f, echoes in views_verdict.fold(views_verdict.of(doc), findings):
         _term_finding(con, f)
         for x in echoes:  # folded under their cause: one line each, their detail in the JSON and reports
-            at = cite(x["evidence"][0]) if x["evidence"] else ""
-            con.print(f"    [dim]echo:[/dim] {escape(x['id'])}: {escape(x['title'])} [dim]{escape(at)}[/dim]")
+            where = at(x.evidence[0]) if x.evidence else ""
+            con.print(f"    [dim]echo:[/dim] {escape(x.id)}: {escape(x.title)} [dim]{escape(where)}[/dim]")
 
 
 SECTION = Section(
     "findings",
     build,
     "every finding, errors first",
+    schema=tuple[Finding, ...],
     title="Findings",
     menu="Findings",
     markdown=markdown,

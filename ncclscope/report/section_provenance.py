@@ -165,4 +165,5 @@ SECTION = Section(
     menu="How it was made",
     markdown=markdown,
     html=html,
+    schema=Made,
 )

@@ -23,7 +23,7 @@ __all__ = ["ODD", "ranks_table", "render"]
 def render(doc: Document, con: Console) -> None:
     """Print the document: verdict, evidence summary, then each section's terminal layout."""
     con.print(f"[b]{escape(doc['verdict']['text'])}[/b]")
-    con.print(f"[dim]{escape(doc['summary'])}[/dim]")
+    con.print(f"[dim]{escape(sections.summary_of(doc))}[/dim]")
     first = [sections.by_key(k) for k in sections.TERMINAL]
     for sec in first + [s for s in sections.SECTIONS if s.key not in sections.TERMINAL]:
         if sec.terminal is not None:

@@ -1,10 +1,11 @@
 """Report stage, health section: what was checked and what was found healthy, with the lines that show it.
 
-`section(s)` builds the document's `health` entry (pure data): the job's facts (`align.facts`), init
+`section(s)` builds the document's `health` entry (typed: `report.health_data.HealthSection`): the job's facts (`align.facts`), init
 completion per communicator, the WARNs printed before teardown (none, or which), the success marker, the
 data path (transports per channel, GPUDirect RDMA, PXN, channel counts, NICs, algorithm/protocol from
 TUNING lines) and the settings that change it. A clean run then reads as a positive statement with
-evidence. `markdown`, `html` and `terminal` lay it out; every string from the inputs is escaped there.
+evidence. `markdown`, `html` and `terminal` lay it out, reading it back typed (`of(doc)`, after any
+redaction); every string from the inputs is escaped there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from html import escape as html_escape
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import polars as pl
 
 from ncclscope.align.facts import DATA_PATH_SETTINGS as PATH_SETTINGS
@@ -19,7 +21,8 @@ from ncclscope.align.facts_path import comm_paths, transport_label
 from ncclscope.align.phase import APP_END
 from ncclscope.align.rankmap import init_rows
 from ncclscope.report.facts import printable
-from ncclscope.report.section import Section
+from ncclscope.report.health_data import CommPath, HealthSection
+from ncclscope.report.section import Document, Section
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -140,7 +143,7 @@ def _settings(s: Session) -> list[dict[str, Any]]:
     ]
 
 
-def section(s: Session) -> dict[str, Any]:
+def section(s: Session) -> HealthSection:
     """The `health` entry: facts, init, WARNs before teardown, success marker, data path, settings, statement."""
     init = _init(s)
     warns = _warns_before_teardown(s)
@@ -160,19 +163,23 @@ def section(s: Session) -> dict[str, Any]:
         parts.append("the run reports success")
     healthy = not bad and not warns["count"] and done == len(init)
     lead = "Healthy as far as the evidence goes: " if healthy else "Checked: "
-    out: dict[str, Any] = _printable(
-        {
-            "healthy": healthy,
-            "statement": lead + "; ".join(parts) + ".",
-            "facts": s.facts.to_dict(),
-            "init": init,
-            "warns_before_teardown": warns,
-            "success": success,
-            "data_path": _data_path(s),
-            "settings": _settings(s),
-        }
-    )
-    return out
+    data = {
+        "healthy": healthy,
+        "statement": lead + "; ".join(parts) + ".",
+        "init": init,
+        "warns_before_teardown": warns,
+        "success": success,
+        "data_path": _data_path(s),
+        "settings": _settings(s),
+        "facts": s.facts.to_dict(),
+    }
+    return msgspec.convert(_printable(data), HealthSection)
+
+
+def of(doc: Document) -> HealthSection | None:
+    """The section's data, typed, from a (possibly redacted) document (None: a document without it)."""
+    h = doc.get("health")
+    return msgspec.convert(h, HealthSection) if h else None
 
 
 def _printable(obj: Any) -> Any:
@@ -187,92 +194,85 @@ def _printable(obj: Any) -> Any:
     return obj
 
 
-def _lines(h: dict[str, Any]) -> list[str]:
+def _lines(h: HealthSection) -> list[str]:
     """Plain-text lines of the section (renderers escape them)."""
-    f = h["facts"]
-    out = [h["statement"]]
-    facts = []
+    f = h.facts
+    out = [h.statement]
     for key in ("library", "nodes", "world_size", "launcher", "multi_node", "opcount_sequence"):
-        v = f[key]
-        if v["value"] is not None:
-            facts.append(f"{key.replace('_', ' ')}: {v['value']} ({v['sure']}: {v['how']})")
-    out += facts
-    for c in h["init"][:MAX_LIST]:
+        v = getattr(f, key)
+        if v.value is not None:
+            out.append(f"{key.replace('_', ' ')}: {v.value} ({v.sure}: {v.how})")
+    for c in h.init[:MAX_LIST]:
         out.append(
-            f"communicator {c['comm']}: {c['complete']}/{c['nranks'] or '?'} ranks completed init"
-            + (f", nNodes {c['nnodes']}" if c["nnodes"] is not None else "")
+            f"communicator {c.comm}: {c.complete}/{c.nranks or '?'} ranks completed init"
+            + (f", nNodes {c.nnodes}" if c.nnodes is not None else "")
         )
-    if len(h["init"]) > MAX_LIST:
-        out.append(f"… and {len(h['init']) - MAX_LIST} more communicators")
-    for w in h["warns_before_teardown"]["first"][:3]:
-        out.append(f"WARN before teardown: {w['text']}")
-    if h["success"]:
-        out.append(f"success marker: {h['success']['text']}")
-    d = h["data_path"]
-    if d["transports"]:
-        out.append(
-            "data path: "
-            + ", ".join(f"{t['transport']} ×{t['channels']}" for t in d["transports"][:MAX_LIST])
-        )
+    if len(h.init) > MAX_LIST:
+        out.append(f"… and {len(h.init) - MAX_LIST} more communicators")
+    for w in h.warns_before_teardown.first[:3]:
+        out.append(f"WARN before teardown: {w.text}")
+    if h.success:
+        out.append(f"success marker: {h.success.text}")
+    d = h.data_path
+    if d.transports:
+        out.append("data path: " + ", ".join(f"{t.transport} ×{t.channels}" for t in d.transports[:MAX_LIST]))
     extras = []
-    if d["network"]:
-        extras.append("network " + "/".join(d["network"]))
-    if d["coll_channels"]:
-        extras.append("coll channels " + "/".join(map(str, d["coll_channels"])))
-    if d["pxn"]:
-        extras.append("PXN " + "/".join(map(str, d["pxn"])))
-    if d["gdr_flag"]:
-        extras.append("GDR " + "/".join(map(str, d["gdr_flag"])))
-    if d["nics"]:
-        extras.append("NICs " + ", ".join(d["nics"]))
+    if d.network:
+        extras.append("network " + "/".join(d.network))
+    if d.coll_channels:
+        extras.append("coll channels " + "/".join(map(str, d.coll_channels)))
+    if d.pxn:
+        extras.append("PXN " + "/".join(map(str, d.pxn)))
+    if d.gdr_flag:
+        extras.append("GDR " + "/".join(map(str, d.gdr_flag)))
+    if d.nics:
+        extras.append("NICs " + ", ".join(d.nics))
     if extras:
         out.append("; ".join(extras))
-    for c in d.get("communicators", [])[:MAX_LIST]:
-        out.append(_comm_line(c))
-    if len(d.get("communicators", [])) > MAX_LIST:
-        out.append(f"… and {len(d['communicators']) - MAX_LIST} more communicators' data paths")
-    for st in h["settings"][:MAX_LIST]:
-        out.append(f"{st['name']}={st['value']}: {st['changes']}")
+    for path in d.communicators[:MAX_LIST]:
+        out.append(_comm_line(path))
+    if len(d.communicators) > MAX_LIST:
+        out.append(f"… and {len(d.communicators) - MAX_LIST} more communicators' data paths")
+    for st in h.settings[:MAX_LIST]:
+        out.append(f"{st.name}={st.value}: {st.changes}")
     return out
 
 
-def _comm_line(c: dict[str, Any]) -> str:
-    bits = [", ".join(f"{t['transport']} ×{t['channels']}" for t in c["transports"][:4])]
-    if c["coll_channels"]:
-        bits.append("coll channels " + "/".join(map(str, c["coll_channels"])))
-    if c["pxn"] or c["gdr_flag"]:
-        bits.append(
-            f"PXN {'/'.join(map(str, c['pxn'])) or '?'} GDR {'/'.join(map(str, c['gdr_flag'])) or '?'}"
-        )
-    if c["nics"]:
-        bits.append("NICs " + ", ".join(c["nics"]))
-    if c["algorithms"]:
-        bits.append("algorithms " + ", ".join(f"{a['algorithm']} ×{a['lines']}" for a in c["algorithms"][:4]))
-    if c["ring_plan"]:
-        bits.append("ring plan " + c["ring_plan"])
-    return f"communicator {c['comm']} data path: " + "; ".join(b for b in bits if b)
+def _comm_line(c: CommPath) -> str:
+    bits = [", ".join(f"{t.transport} ×{t.channels}" for t in c.transports[:4])]
+    if c.coll_channels:
+        bits.append("coll channels " + "/".join(map(str, c.coll_channels)))
+    if c.pxn or c.gdr_flag:
+        bits.append(f"PXN {'/'.join(map(str, c.pxn)) or '?'} GDR {'/'.join(map(str, c.gdr_flag)) or '?'}")
+    if c.nics:
+        bits.append("NICs " + ", ".join(c.nics))
+    if c.algorithms:
+        bits.append("algorithms " + ", ".join(f"{a.algorithm} ×{a.lines}" for a in c.algorithms[:4]))
+    if c.ring_plan:
+        bits.append("ring plan " + c.ring_plan)
+    return f"communicator {c.comm} data path: " + "; ".join(b for b in bits if b)
 
 
-def markdown(doc: dict[str, Any]) -> list[str]:
+def markdown(doc: Document) -> list[str]:
     from ncclscope.report.md_text import text
 
-    h = doc.get("health")
+    h = of(doc)
     if not h:
         return []
     return ["## Health", "", *[f"- {text(x)}" for x in _lines(h)], ""]
 
 
-def html(doc: dict[str, Any]) -> str:
-    h = doc.get("health")
+def html(doc: Document) -> str:
+    h = of(doc)
     if not h:
         return ""
     return "<ul>" + "".join(f"<li>{html_escape(x)}</li>" for x in _lines(h)) + "</ul>"
 
 
-def terminal(doc: dict[str, Any], con: Console) -> None:
+def terminal(doc: Document, con: Console) -> None:
     from rich.markup import escape
 
-    h = doc.get("health")
+    h = of(doc)
     if not h:
         return
     con.print("[b]Health[/b]")
@@ -280,7 +280,7 @@ def terminal(doc: dict[str, Any], con: Console) -> None:
         con.print("  " + escape(x))
 
 
-def _html(doc: dict[str, Any], _figures: dict[str, str]) -> str:
+def _html(doc: Document, _figures: dict[str, str]) -> str:
     return html(doc)
 
 
@@ -288,6 +288,7 @@ SECTION = Section(
     "health",
     lambda s, _p: section(s),
     "what was checked and found healthy, job facts",
+    schema=HealthSection,
     title="Health: what was checked",
     markdown=markdown,
     html=_html,

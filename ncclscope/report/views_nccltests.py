@@ -182,4 +182,5 @@ SECTION = Section(
     markdown=markdown,
     html=_html,
     terminal=terminal,
+    schema=NcclTests,
 )

@@ -65,5 +65,5 @@ def test_settings_reach_the_config_rules_and_the_health_section(tmp_path: Path) 
     assert any("NCCL_DEBUG_SUBSYS" in t and "INIT,NET,ENV" in t for t in titles)
     from ncclscope.report.views_health import section
 
-    settings = section(s)["settings"]
-    assert [(x["name"], x["value"]) for x in settings] == [("NCCL_P2P_DISABLE", "1")]
+    settings = section(s).settings
+    assert [(x.name, x.value) for x in settings] == [("NCCL_P2P_DISABLE", "1")]
