@@ -103,7 +103,8 @@ CASES = [
 # With a general-path pass run at the cut (`pending_lines` 1). Not the 80-column cuts: whether a file was
 # cut by a terminal is judged per pass, from its lines as long as the file's longest (at least two, most
 # of them followed by a continuation), so a pass holding only a file's first or last few lines can judge
-# otherwise (nccl952 at 80 columns: 14 of 15 lines rejoined when a pass ends before line 4, 5, 30 or 31).
+# otherwise (nccl952 at 80 columns: fewer than its 15 lines rejoined when a pass ends before line 4, 5, 30 or 31;
+# nccl687 at 80 columns, before line 20, 21 or 22).
 # Batches never cut there: a pass gathers `Tuning.pending_lines` (250,000) candidate lines across batches.
 PASS_CUTS = [c for c in CASES if c[1] != 80]
 

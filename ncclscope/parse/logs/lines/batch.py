@@ -95,9 +95,8 @@ class RawBatch:
 class Batch:
     """A batch's rows, in the order they were made, and the carry for the next batch."""
 
-    cov: tuple[
-        int, int, int, int
-    ]  # coverage added by the fast steps: (lines, NCCL, recognised, NCCL unknown)
+    # coverage added by the fast steps: (lines, NCCL lines, recognised, NCCL unknown)
+    cov: tuple[int, int, int, int]
     coll: CollPart | None  # COLL lines the fast path read
     streams: tuple[pl.DataFrame, ...]  # streams.PART of the fast steps (COLL lines, inert lines)
     after: pl.DataFrame | None  # (path, line) of lines after a candidate line holding `Context.follow`
@@ -128,6 +127,8 @@ def _parse(raw: RawBatch, carry: Carry, ctx: Context) -> Batch:
 
 @dataclass
 class _Out:
+    """What `_parse` gathers for one call: the batch's rows so far and the carry it is changing."""
+
     start: Carry
     cov: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     coll: CollPart | None = None
