@@ -23,7 +23,7 @@ from ncclscope.frames import LogFrames
 from ncclscope.hang import HangView, build_hang_view
 from ncclscope.parse.flight.read import FlightFrames
 from ncclscope.parse.logs.keep.policy import KeepPolicy
-from ncclscope.parse.logs.lines.timestamps import distrust_subseconds
+from ncclscope.parse.logs.lines import distrust_subseconds
 from ncclscope.parse.ncclreports.read import NcclReports, read_nccl_reports
 from ncclscope.parse.nccltests import read_nccltests
 from ncclscope.parse.nccltests.json_doc import looks_like_json_report

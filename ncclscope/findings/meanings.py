@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ncclscope import grammar as G
-from ncclscope.parse.logs.lines.catalog import identify_one
+from ncclscope.parse.logs.lines import identify_one
 
 CAUSES = (
     "configuration",

@@ -23,7 +23,7 @@ from ncclscope.findings.context import in_context
 from ncclscope.findings.registry import Context, rule
 from ncclscope.findings.rules_common import CITE, hosts_of, make, ranks_of
 from ncclscope.findings.trail_fatal import fatal_trail
-from ncclscope.parse.logs.lines.families import BENIGN_WARNS
+from ncclscope.parse.logs.lines import BENIGN_WARNS
 from ncclscope.records import Finding, Severity
 from ncclscope.schema import ORIGIN
 

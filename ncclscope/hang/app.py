@@ -15,7 +15,7 @@ import polars as pl
 
 from ncclscope.frames import LogFrames
 from ncclscope.hang.exits import STOP_SIGNALS, WAITER_KINDS
-from ncclscope.parse.logs.lines.app_output import exceptions
+from ncclscope.parse.logs.lines import exceptions
 
 TAIL_LINES = 40  # a dying process still prints a little (destructor warnings, c10d shutdown, buffered prints)
 _STOP = r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|ChildFailedError|ProcessRaisedException)$"

@@ -57,3 +57,71 @@ def test_engine_names_no_nccl() -> None:
         names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert not {n for n in names if "nccl" in n.lower() or "torch" in n.lower()}, f.name
         assert "ncclscope.schema" not in _imports(f), f.name
+
+
+PACKAGE = LOGS.parents[1]  # ncclscope/
+LINES = f"{PKG}.lines"
+# Modules that still reach into `lines/` past its public face, and why (each entry is a debt, not a licence):
+# keep/inert builds the screen `parse_batch` is handed (which lines may skip the general path): it reads the
+# needles, the prefix rules and the rejoin window that lines/ holds (owned by keep/ this stop; its line
+# meaning belongs in lines/).
+INSIDE = {"parse/logs/keep/inert.py"}
+
+
+def _reaches(path: Path, public: set[str]) -> list[str]:
+    """What `path` imports from `lines/` beyond its public names (`lines.__all__`)."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name.startswith(f"{LINES}.")]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith(f"{LINES}."):
+                bad.append(node.module)
+            elif node.module == LINES:
+                bad += [f"{LINES}.{a.name}" for a in node.names if a.name not in public]
+    return bad
+
+
+def test_lines_is_reached_through_its_public_names() -> None:
+    """A module outside `lines/` imports from it only `lines.__all__` (`parse_batch`, its types, the row
+    schemas and the few lookups consumers share), never one of its modules."""
+    from ncclscope.parse.logs import lines
+
+    public = set(lines.__all__)
+    assert {"parse_batch", "Batch", "Carry", "Context", "RawBatch", "TABLES"} <= public
+    assert all(hasattr(lines, n) for n in public)
+    found = {}
+    for f in sorted(PACKAGE.rglob("*.py")):
+        rel = f.relative_to(PACKAGE).as_posix()
+        if rel.startswith("parse/logs/lines/"):
+            continue
+        bad = _reaches(f, public)
+        if bad:
+            found[rel] = sorted(set(bad))
+    assert set(found) == INSIDE, found  # a new entry fails; so does an entry that no longer reaches in
+
+
+# What the binding modules may take from `lines/`: the seam and the shapes of what crosses it.
+SEAM = {
+    "parse_batch",
+    "Batch",
+    "Carry",
+    "Context",
+    "RawBatch",
+    "Screen",
+    "CollPart",
+    "General",
+    "TABLES",
+    "compact",
+    "merge_streams",
+    "final_streams",
+    "STREAM_LINE_COLUMNS",
+}
+
+
+def test_reduce_knows_no_line_meaning() -> None:
+    """The binding modules reach `lines/` through `parse_batch` alone: no family, matcher or catalog."""
+    for name in ("reduce.py", "read.py", "merge.py"):
+        taken = {m.removeprefix(f"{LINES}.") for m in _imports(LOGS / name) if m.startswith(f"{LINES}.")}
+        assert taken <= SEAM, (name, taken - SEAM)
+    assert f"{LINES}.parse_batch" in _imports(LOGS / "reduce.py")

@@ -20,7 +20,7 @@ from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, in_order
 from ncclscope.parse.logs.engine.reader import ReadStats, count_notes
 from ncclscope.parse.logs.keep.bounded import Caps, Trimmed, bound
-from ncclscope.parse.logs.lines import streams
+from ncclscope.parse.logs.lines import STREAM_LINE_COLUMNS, final_streams, merge_streams
 from ncclscope.parse.logs.reduce import TABLES, Keep, PieceFacts
 from ncclscope.tuning import Tuning
 
@@ -30,7 +30,7 @@ def _shift(f: PieceFacts, by: int) -> PieceFacts:
         return f
     line = pl.col("line") + by
     tables = {n: t.with_columns(line) for n, t in f.tables.items()}
-    st = f.streams.with_columns([pl.col(c) + by for c in streams.SHIFTED])
+    st = f.streams.with_columns([pl.col(c) + by for c in STREAM_LINE_COLUMNS])
     frame = f.coll_frame.with_columns(line) if f.coll_frame is not None else None
     return PieceFacts(
         f.index,
@@ -160,7 +160,7 @@ class Merged:
         self.coll_lines = sum(f.coll_lines for f in ordered)
         frames = [f.coll_frame for f in ordered if f.coll_frame is not None and f.coll_frame.height]
         self.coll_frame = _table(frames, S.COLLECTIVES) if keep.coll else None
-        self.streams = streams.final(streams.merge([f.streams for f in ordered]))
+        self.streams = final_streams(merge_streams([f.streams for f in ordered]))
         self.unknown_count = sum(f.unknown_count for f in ordered)
         if keep.unknown and not self.whole_unknown:
             note = (

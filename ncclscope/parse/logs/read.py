@@ -26,12 +26,11 @@ from ncclscope.parse.logs.engine.reader import file_size
 from ncclscope.parse.logs.engine.spawn import workers_for
 from ncclscope.parse.logs.engine.spool import Spool
 from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
-from ncclscope.parse.logs.lines.prepare import prepare
 from ncclscope.parse.logs.merge import Merged
 from ncclscope.parse.logs.reduce import CollSelect, Keep, PieceFacts, reduce_piece
 from ncclscope.tuning import DEFAULT, Tuning
 
-__all__ = ["prepare", "read_logs"]
+__all__ = ["read_logs"]
 
 
 MIN_PIECE = 8 << 20  # pieces are cut smaller than `Tuning.piece_bytes` to share out a set, down to this

@@ -1,13 +1,13 @@
 """Parse stage, per-piece reduction: one piece of input -> the compact facts the analysis needs (`PieceFacts`).
 
 A pure function of its input (`reduce_piece`), so pieces can be read by any number of processes and
-merged (`merge.py`). Each batch of lines is split three ways, all vectorised: COLL lines are parsed
-field by field (`collfast`) and reduced at once to per-process facts (`frames_coll`); lines no pattern
-can claim are inert (`inert`): they feed the stream table and the line count only; the rest, a small
-share of a big log, takes the general path (peel, rejoin, families, PyTorch matcher, catalogs), gathered
-across batches into one pass. `Keep` says which per-line frames are kept besides: every unknown line
-(small inputs; else the evidence the rules may cite, `evidence`), every COLL row (a notebook asking for
-them, stdin).
+merged (`merge.py`). It only orchestrates: the piece's lines are read in batches (`engine`), each batch
+goes through `lines.parse_batch` (what the lines mean: COLL facts, family rows, PyTorch rows, unknown
+lines, and the `Carry` handed to the next batch), and what comes out is kept as `Keep` says (`keep`):
+every unknown line (small inputs; else the evidence the rules may cite, `evidence`), every COLL row (a
+notebook asking for them, stdin), the other tables within their bounds (`bounded`). Which lines may skip
+the general path depends on what the consumers search for, so the screen `parse_batch` is handed is
+keep's (`inert`, under the reading's `KeepPolicy`).
 """
 
 from __future__ import annotations
@@ -25,43 +25,20 @@ from ncclscope.parse.logs.engine.reader import ReadStats
 from ncclscope.parse.logs.keep import evidence, inert
 from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed
 from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
-from ncclscope.parse.logs.lines import collfacts, collfast, peel, rejoin, rx, streams
-from ncclscope.parse.logs.lines.catalog import split_known, split_torch_known
-from ncclscope.parse.logs.lines.flattened import split_flattened
-from ncclscope.parse.logs.lines.match import match_families
-from ncclscope.parse.logs.lines.peel import MAX_TEXT
-from ncclscope.parse.logs.lines.prepare import prepare
-from ncclscope.parse.logs.lines.runtime_rows import torch_rows
-from ncclscope.parse.logs.lines.transform import TABLES as FAMILY_TABLES
-from ncclscope.parse.logs.lines.transform import overflow
-from ncclscope.parse.nccltests.markers import MARKERS_RX
+from ncclscope.parse.logs.lines import (
+    TABLES,
+    Carry,
+    CollPart,
+    Context,
+    General,
+    RawBatch,
+    compact,
+    merge_streams,
+    parse_batch,
+)
 from ncclscope.tuning import DEFAULT, Tuning
 
-# The frames a piece keeps: the families' tables (COLL lines become facts instead) and the general path's.
-TABLES: dict[str, S.Schema] = {
-    **{name: schema for name, schema in FAMILY_TABLES.items() if name != "collectives"},
-    "torch": S.TORCH,
-    "known": S.KNOWN,
-    "unknown": S.UNKNOWN,
-}
-
-
-def compact(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with its text copied out: a few rows filtered from a batch share its string buffers (Polars'
-    string views), and kept across batches they would keep every batch's text alive."""
-    # (a view's slice is a view into the same buffer: only a new string copies its bytes out). Not `path`:
-    # one literal per input, its rows share one buffer; copied out, a 3.7 KB path cost 3.7 KB per row
-    # (a 16 MB log of application lines under such a path: 1.86 GB -> 0.2 GB peak, bench_memory.py).
-    cols = [
-        pl.concat_str([pl.col(c), pl.lit("")]).alias(c)
-        for c, t in df.schema.items()
-        if t == pl.Utf8 and c != "path"
-    ]
-    return df.with_columns(cols) if cols and df.height else df
-
-
-def _compacted(parts: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    return compact(parts[0]), parts[1]
+__all__ = ["TABLES", "CollSelect", "Keep", "PieceFacts", "context", "reduce_piece"]
 
 
 @dataclass(frozen=True)
@@ -114,8 +91,33 @@ class PieceFacts:
     trimmed: Counter[tuple[str, str]] = field(default_factory=Counter)  # (table, path): rows left out
 
 
+@dataclass(frozen=True)
+class _Screen:
+    """`lines.Screen` under the reading's `KeepPolicy`: a line is a candidate for the general path when a
+    pattern, or a consumer's search, may claim it (`keep.inert`)."""
+
+    policy: KeepPolicy
+
+    def clean_text(self, raw: pl.DataFrame) -> pl.Series:
+        return inert.clean_text(raw)
+
+    def candidates(self, clean: pl.Series, window: int | None) -> tuple[pl.Series, int | None]:
+        return inert.candidates(clean, window, self.policy)
+
+    def rows(self, raw: pl.DataFrame, clean: pl.Series) -> pl.DataFrame:
+        return inert.rows(raw, clean)
+
+
+def context(keep: Keep, tuning: Tuning = DEFAULT) -> Context:
+    """The `lines.Context` of a reading under `keep`: its screen, its tuning, COLL rows or not, and the
+    text whose next line is evidence (`evidence.LAST_ERROR`)."""
+    return Context(_Screen(keep.policy), tuning, keep.coll, evidence.LAST_ERROR)
+
+
 @dataclass
 class _Acc:
+    """One piece's reading: `lines.parse_batch` per batch, and what the piece keeps of its rows."""
+
     keep: Keep
     tuning: Tuning
     tables: dict[str, Held] = field(default_factory=dict)
@@ -126,13 +128,12 @@ class _Acc:
     coll_parts: list[tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=list)
     coll_rows: list[pl.DataFrame] = field(default_factory=list)  # with `keep.coll`
     coll_lines: int = 0
-    known: pl.Series | None = None  # the sets (COLL_SEQS `seq`) this piece's batches hold so far
     streams: list[pl.DataFrame] = field(default_factory=list)
-    pending: list[pl.DataFrame] = field(default_factory=list)  # candidate lines for the general path
     ends: list[pl.DataFrame] = field(default_factory=list)  # per-file last/latest unknown rows
     after: list[pl.DataFrame] = field(default_factory=list)  # (path, line) after a `Last error` line
-    widths: dict[str, int] = field(default_factory=dict)  # longest line per file
-    carry: int | None = None  # rejoin window open at the end of the last batch
+    widest: dict[str, int] = field(default_factory=dict)  # the reader's longest line per file
+    carry: Carry = field(default_factory=Carry)  # what the last batch handed to the next
+    ctx: Context = field(init=False)  # what `parse_batch` holds constant over the piece
     unknown_count: int = 0
     cov: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     rejoined: dict[str, int] = field(default_factory=dict)
@@ -143,6 +144,7 @@ class _Acc:
         self.whole = self.keep.unknown
         if self.keep.select is not None:
             self.selected = self.keep.select.frame()
+        self.ctx = context(self.keep, self.tuning)
 
     def _chosen(self, rows: pl.DataFrame) -> pl.DataFrame:
         """COLLECTIVES rows kept: all, or those `keep.select` asks for."""
@@ -184,84 +186,59 @@ class _Acc:
         self.ends.append(compact(evidence.ends(every)))
 
     # --- one batch ------------------------------------------------------------------------------
-    def batch(self, raw: pl.DataFrame) -> None:
-        if self.whole and self._over_budget(raw):
-            self._summarise()
-        self.cov[0] += raw.height
-        if self.tuning.fast_paths:
-            coll, heads, rest = collfast.take(raw, full=self.keep.coll)
-            self._fast_coll(coll, heads)
-        else:
-            rest = raw
-        if rest.is_empty():
-            return
-        clean = inert.clean_text(rest)
-        if self.tuning.fast_paths:
-            mask, self.carry = inert.candidates(clean, self.carry, self.keep.policy)
-        else:
-            mask = pl.repeat(True, rest.height, eager=True)
-        self._after(rest.filter(mask), clean.filter(mask))
-        self._marked(rest.filter(mask))
-        if mask.any():
-            self.pending.append(compact(rest.filter(mask)))
-        if not mask.all():
-            self._inert(rest.filter(~mask), clean.filter(~mask))
-        if sum(p.height for p in self.pending) >= self.tuning.pending_lines:
-            self.flush(final=False)
-
     def widen(self, path: str, stats: ReadStats) -> None:
         """Note the longest line of `path` read so far (for rejoin), before its batch is parsed."""
-        self.widths[path] = max(self.widths.get(path, 0), min(stats.widest, MAX_TEXT))
+        self.widest[path] = max(self.widest.get(path, 0), stats.widest)
 
-    def _fast_coll(self, rows: pl.DataFrame, heads: pl.DataFrame) -> None:
-        """COLL lines `collfast` took: NCCL lines, recognised."""
-        if rows.is_empty():
+    def batch(self, raw: pl.DataFrame) -> None:
+        """Read one batch of numbered lines."""
+        if self.whole and self._over_budget(raw):
+            self._summarise()
+        self._take(RawBatch(raw, dict(self.widest)))
+
+    def flush(self) -> None:
+        """The piece ends: read what waits for the general path."""
+        self._take(RawBatch(None, dict(self.widest), last=True))
+
+    def _take(self, raw: RawBatch) -> None:
+        b = parse_batch(raw, self.carry, self.ctx)
+        self.carry = b.carry
+        self.cov = [a + n for a, n in zip(self.cov, b.cov, strict=True)]
+        self._coll(b.coll)
+        self.streams += [compact(s) for s in b.streams]
+        if b.after is not None:
+            self.after.append(compact(b.after))
+        self.marked |= b.marked
+        if b.inert is not None:
+            self._unknown(b.inert, patterns=False)  # no search's needle: not a candidate
+        for g in b.passes:
+            self._general(g)
+
+    def _coll(self, part: CollPart | None) -> None:
+        if part is None:
             return
-        self.coll_lines += rows.height
-        self.cov[1] += rows.height
-        self.cov[2] += rows.height
-        if self.keep.coll:  # every row kept (on demand, stdin), facts from the rows
-            full = collfast.with_heads(rows, heads)
-            self.coll_rows.append(self._chosen(full))
-            self.coll_parts.append(_compacted(FC.part_facts(full.select(list(FC.ROWS)))))
-            self.streams.append(compact(streams.part(full)))
-            return
-        procs, seqs, parts = collfacts.facts(rows, heads, self.known)
-        self.coll_parts.append((compact(procs), seqs))
-        held = seqs["seq"].unique()
-        self.known = held if self.known is None else pl.concat([self.known, held]).unique()
-        self.streams.append(compact(parts))
+        self.coll_lines += part.lines
+        self.coll_parts.append((compact(part.procs), part.seqs))
+        if self.keep.coll and part.rows is not None:
+            self.coll_rows.append(self._chosen(part.rows))
 
-    def _coll(self, coll: pl.DataFrame) -> None:
-        """COLL rows of the general path (schema.COLLECTIVES), counted with the other families."""
-        self.coll_lines += coll.height
-        self.coll_parts.append(_compacted(FC.part_facts(coll.select(list(FC.ROWS)))))
-        if self.keep.coll:
-            self.coll_rows.append(self._chosen(S.conform(coll, S.COLLECTIVES)))
-
-    def _after(self, cand: pl.DataFrame, clean: pl.Series) -> None:
-        le = clean.str.contains(evidence.LAST_ERROR, literal=True)
-        if le.any():
-            self.after.append(compact(cand.filter(le).select("path", pl.col("line") + 1)))
-
-    def _marked(self, cand: pl.DataFrame) -> None:
-        """Inputs holding an nccl-tests marker (a needle: such lines are candidates; no COLL line holds one)."""
-        hit = cand.filter(pl.col("raw").str.contains(MARKERS_RX))
-        if hit.height:
-            self.marked.update(hit["path"].unique().to_list())
+    def _general(self, g: General) -> None:
+        """One general-path pass: its rows held in the order made, its counts added."""
+        self.overflow += g.overflow
+        for path, n in g.rejoined:
+            self.rejoined[path] = self.rejoined.get(path, 0) + n
+        self.streams.append(compact(g.streams))
+        self._coll(g.coll)
+        for name, part in g.tables:
+            self.add(name, part)
+        self._unknown(g.unknown)
+        self.cov = [a + n for a, n in zip(self.cov, g.cov, strict=True)]
+        self._prune_after(g.read, g.waiting)
 
     def _after_frame(self) -> pl.DataFrame:
         if not self.after:
             return pl.DataFrame(schema={"path": pl.Utf8, "line": pl.Int64})
         return pl.concat(self.after)
-
-    def _inert(self, raw: pl.DataFrame, clean: pl.Series) -> None:
-        rows = inert.rows(raw, clean)
-        self.streams.append(compact(streams.part(rows, pid=False)))
-        live = (
-            rows.filter(pl.col("_msg_len") > 0).drop("_msg_len").with_columns(pl.lit(False).alias("is_nccl"))
-        )
-        self._unknown(S.conform(live, S.UNKNOWN), patterns=False)  # no search's needle: not a candidate
 
     def _unknown(self, unknown: pl.DataFrame, *, patterns: bool = True) -> None:
         self.unknown_count += unknown.height
@@ -275,65 +252,16 @@ class _Acc:
         if len(self.ends) > 64:  # one or two rows per input and batch: folded as they come
             self.ends = [evidence.ends(pl.concat(self.ends, how="vertical_relaxed"))]
 
-    # --- the general path, once per gathered set of candidate lines ------------------------------
-    def flush(self, *, final: bool = True) -> None:
-        if not self.pending:
-            return
-        raw = split_flattened(pl.concat(self.pending, how="vertical_relaxed"))  # one-line pastes of a task
-        self.pending = []
-        df = prepare(raw, self.tuning)
-        cut = df.height if final else rejoin.open_tail(df)  # a wrapped run may go on in the next block
-        if cut < df.height:
-            self.pending, df = [raw.slice(cut)], df.slice(0, cut)
-        self.overflow.append(overflow(df, peel.OVF_PREFIX))
-        df = df.drop(peel.OVF_PREFIX)
-        df, folded = rejoin.rejoin(df, self.widths)
-        for path, n in folded.items():
-            self.rejoined[path] = self.rejoined.get(path, 0) + n
-        self.streams.append(compact(streams.part(df)))
-        live = df.filter(pl.col("prefixed") | (pl.col("msg").str.len_chars() > 0))
-        matched, rest = match_families(live)
-        self.overflow += matched.overflow
-        for name, part in matched.tables.items():
-            if name == "collectives":
-                self._coll(part)
-            else:
-                self.add(name, part)
-        nccl_unknown = rest.filter(pl.col("prefixed"))
-        other = rest.filter(~pl.col("prefixed"))
-        torch, other, bad = torch_rows(other)
-        self.overflow.append(bad)
-        self.add("torch", torch)
-        torch_known, other = split_torch_known(other)  # PyTorch messages torch.lark has no family for
-        self.add("known", torch_known)
-        self.add("warnings", matched.unknown_warnings(nccl_unknown))
-        known, nccl_unknown = split_known(nccl_unknown)  # the catalog names what no family claims
-        self.add("known", known)
-        unknown = pl.concat(
-            [
-                nccl_unknown.with_columns(pl.lit(True).alias("is_nccl")),
-                other.with_columns(pl.lit(False).alias("is_nccl")),
-            ],
-            how="vertical_relaxed",
-        )
-        self._unknown(S.conform(unknown, S.UNKNOWN))
-        n_nccl = live.filter(pl.col("prefixed")).height + matched.bare_lines + torch.height
-        n_folded = sum(folded.values())  # parts of the line before: NCCL lines, recognised with it
-        self.cov[1] += n_nccl + n_folded
-        self.cov[2] += matched.lines + torch.height + known.height + n_folded
-        self.cov[3] += nccl_unknown.height
-        self._prune_after(raw.slice(0, cut))
-
-    def _prune_after(self, flushed: pl.DataFrame) -> None:
+    def _prune_after(self, flushed: pl.DataFrame, waiting: pl.DataFrame | None) -> None:
         """Drop the `Last error` successors already looked at: lines up to the last one flushed of their
-        input, unless still pending (inert lines were looked at when their batch was read). Without
+        input, unless still waiting (inert lines were looked at when their batch was read). Without
         this, a log of `Last error:` lines held one row per line."""
         if not self.after or flushed.is_empty():
             return
         after = pl.concat(self.after)
         done = flushed.group_by("path").agg(pl.col("line").max().alias("_done"))
-        if self.pending:
-            lo = pl.concat(self.pending).group_by("path").agg(pl.col("line").min().alias("_lo"))
+        if waiting is not None:
+            lo = waiting.group_by("path").agg(pl.col("line").min().alias("_lo"))
             done = done.join(lo, on="path", how="left")
         else:
             done = done.with_columns(pl.lit(None, dtype=pl.Int64).alias("_lo"))
@@ -368,7 +296,7 @@ class _Acc:
             seqs,
             self.coll_lines,
             frame,
-            streams.merge(self.streams),
+            merge_streams(self.streams),
             self.unknown_count,
             (self.cov[0], self.cov[1], self.cov[2], self.cov[3]),
             self.rejoined,
@@ -384,11 +312,6 @@ class _Acc:
 def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, keep: Keep = Keep()) -> PieceFacts:
     """Read one piece and reduce it to facts. An input that cannot be read ends the piece with its error
     (raised by the caller, in input order); what was read before it is kept."""
-    with rx.configured(tuning):
-        return _reduce(piece, tuning, keep)
-
-
-def _reduce(piece: Piece, tuning: Tuning, keep: Keep) -> PieceFacts:
     acc = _Acc(keep, tuning)
     batch: list[pl.DataFrame] = []
     held = 0
