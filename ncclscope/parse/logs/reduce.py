@@ -12,7 +12,6 @@ them, stdin).
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -23,7 +22,7 @@ from ncclscope.errors import InputError
 from ncclscope.parse.logs.engine.pieces import Piece, read_segment
 from ncclscope.parse.logs.engine.reader import ReadStats
 from ncclscope.parse.logs.keep import evidence, inert
-from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed
+from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed, caps_for
 from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
 from ncclscope.parse.logs.lines import collfacts, collfast, peel, rejoin, rx, streams
 from ncclscope.parse.logs.lines.catalog import split_known, split_torch_known
@@ -110,7 +109,7 @@ class PieceFacts:
         None  # (path, field, n): values out of range or not a number, kept as null
     )
     whole_unknown: bool = False  # `tables["unknown"]` holds every unknown line of the piece
-    trimmed: Counter[tuple[str, str]] = field(default_factory=Counter)  # (table, path): rows left out
+    trimmed: Trimmed = field(default_factory=Trimmed)  # rows left out, per (table, path) and kind
 
 
 @dataclass
@@ -153,7 +152,7 @@ class _Acc:
     def _caps(self, name: str) -> Caps:
         if (name == "unknown" and self.whole) or not self.keep.bounded:  # `whole`: bounded by the budget
             return Caps(0, 0)
-        return Caps(self.tuning.max_kept_rows_per_input, self.tuning.max_kept_rows)
+        return caps_for(name, self.tuning)
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
@@ -388,7 +387,7 @@ class _Acc:
             frozenset(self.marked),
             pl.concat(self.overflow) if self.overflow else None,
             self.whole,
-            self.trimmed.counts,
+            self.trimmed,
         )
 
 
