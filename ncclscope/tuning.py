@@ -21,10 +21,7 @@ class Tuning:
     max_line_chars: int = 64 << 10  # characters of one line that are parsed; the rest is cut
     # --- log parser -------------------------------------------------------------------------------
     batch_lines: int = 125_000  # lines parsed together (per-call costs vs. memory held per process)
-    # Lines left for the general path, gathered across batches. 65,536, not 250,000: a directory of 16,384
-    # 4 KB logs sends 17 lines per file (an NCCL line and its rejoin window) and they held ~0.7 KB of RSS each
-    # while gathered (in-process peak 494 MiB at the flush, tiny_files 64 MB); real logs gather far fewer.
-    pending_lines: int = 65_536
+    pending_lines: int = 250_000  # lines left for the general path, gathered across batches
     # ... and the bytes of either, whichever bound comes first: lines of up to `max_line_chars` (64 K) made a
     # batch of 125,000 lines up to 8 GB (256 MB of 60 KB lines: 615 MiB peak, bench_memory.py `mb_lines`).
     # Real logs (~100-200 B a line) reach the line bounds first (~20 / ~40 MB), so their speed is unchanged.
