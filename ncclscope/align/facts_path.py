@@ -52,10 +52,14 @@ class CommPath:
     ring_plan: str | None = None  # NCCL's ring plan in the file of its first such line (align.facts_bw)
 
 
-# COLL lines name a communicator too (a TUNING line follows its collective's), but reading them all again
-# holds ~0.5 KB per line (`LogFrames.collectives`): a 1 GB log of 7 M COLL lines went past 2 GiB here
-# (bench_memory.py `coll_desync`). Past this many, init lines are the only owners unless TUNING lines need
-# the collectives (connection and channel lines follow their communicator's init or first collective).
+# COLL lines name a communicator too (a TUNING line follows its collective's), but reading them again
+# (`LogFrames.collectives`) re-reads the whole input keeping every COLL and unknown line: a 1 GB log of 7 M
+# COLL lines went past 2 GiB here (bench_memory.py `coll_desync`), the 524 MB `mixed` bench log (5 M
+# application lines) held 1.9 GB. So the COLL lines are owners only when held already, or for a small input
+# (every unknown line kept: the re-read holds what the first read did) with at most this many COLL lines
+# or TUNING lines that need them; else the init lines are the owners (connection and channel lines follow
+# their communicator's init or first collective; TUNING lines of a process interleaving communicators in
+# a big input may then be counted under the one it initialised last).
 OWNER_COLL_LINES = 250_000  # ~125 MB of rows at most
 
 
@@ -65,8 +69,8 @@ def _owners(logs: LogFrames, inits: pl.DataFrame, *, tuned: bool = True) -> pl.D
         inits.filter(pl.col("comm_ptr").is_not_null()).select("path", "pid", "comm_ptr", "comm_key").unique()
     )
     own = [inits.select("path", "pid", "line", "comm_key")]
-    few = logs.coll.lines <= OWNER_COLL_LINES or tuned
-    if few and ptrs.height and logs.collectives.height:
+    small = logs.unknown_count is None and (logs.coll.lines <= OWNER_COLL_LINES or tuned)
+    if (logs.coll.frame is not None or small) and ptrs.height and logs.coll.lines:
         c = logs.collectives.select("path", "pid", "line", "comm_ptr").join(
             ptrs, on=["path", "pid", "comm_ptr"]
         )

@@ -53,6 +53,8 @@ def test_past_the_bound_the_coll_lines_are_not_read_again(
     monkeypatch.setattr(facts_path, "OWNER_COLL_LINES", 99)
     big: LogFrames = dataclasses.replace(lf, rebuild=boom)
     assert facts_path.comm_paths(big, init_rows(big.inits)) == whole
+    # A big input (only the evidence of its unknown lines kept): a re-read would keep every line: not read.
+    assert facts_path.comm_paths(dataclasses.replace(big, unknown_count=10**7), init_rows(lf.inits)) == whole
     monkeypatch.setattr(facts_path, "OWNER_COLL_LINES", 100)  # within the bound: read (and here, raise)
     with pytest.raises(AssertionError, match="read again"):
         facts_path.comm_paths(dataclasses.replace(lf, rebuild=boom), init_rows(lf.inits))
