@@ -9,7 +9,8 @@ Shapes (what memory must not grow with):
 - `gz_short`: a `.log.gz` of one NCCL line then `x` lines (3 bytes each): lines, not bytes; `.gz` counted
   by what it expands to.
 - `stdin_short`: `y` lines (2 bytes each) piped on stdin.
-- `one_line`: one line of N bytes.  `mb_lines`: lines of 1 MB.
+- `one_line`: one line of N bytes.  `mb_lines`: lines of 1 MB (cut when read).  `wide_lines`: lines of 60 KB,
+  just under `Tuning.max_line_chars` (kept whole: a batch must be bounded by bytes, not lines).
 - `kept`: every line one the reader keeps as evidence (`Xid`, NCCL WARN, `Last error:`, elision markers).
 - `long_path`: unknown application lines under a 3.7 KB path (the path must not be copied per row).
 - `tiny_files`: N files of a few lines each (N = size / 4 KB).
@@ -77,7 +78,7 @@ def build(shape: str, size: int, out: Path) -> tuple[list[str], bytes | None, in
         args = [str(p)]
     elif shape == "stdin_short":
         return ["-"], b"y\n" * (size // 2), size // 2
-    elif shape in ("one_line", "mb_lines", "kept", "coll_desync"):
+    elif shape in ("one_line", "mb_lines", "wide_lines", "kept", "coll_desync"):
         p = d / "input.log"
         if lines < 0:
             with p.open("wb") as fh:
@@ -88,6 +89,8 @@ def build(shape: str, size: int, out: Path) -> tuple[list[str], bytes | None, in
                     lines = 2
                 elif shape == "mb_lines":
                     lines = 1 + _fill(fh, b"b" * ((1 << 20) - 1) + b"\n", size)
+                elif shape == "wide_lines":
+                    lines = 1 + _fill(fh, b"w" * 59_999 + b"\n", size)
                 elif shape == "kept":
                     lines = 1 + _fill(fh, b"".join(KEPT), size)
                 else:
@@ -207,7 +210,17 @@ def run(
 
 
 SHAPES: dict[str, Callable[..., object]] = dict.fromkeys(
-    ("gz_short", "stdin_short", "one_line", "mb_lines", "kept", "long_path", "tiny_files", "coll_desync")
+    (
+        "gz_short",
+        "stdin_short",
+        "one_line",
+        "mb_lines",
+        "wide_lines",
+        "kept",
+        "long_path",
+        "tiny_files",
+        "coll_desync",
+    )
 )
 
 

@@ -111,6 +111,18 @@ class LogFrames:
     rebuild: Callable[[], FullFrames] | None = None
     # The hang stage's second look: COLL rows of some process keys at some opCounts, read again (bounded).
     fetch_coll: Callable[[pl.DataFrame, Sequence[int]], pl.DataFrame] | None = None
+    # schema.REPEATS: kept rows that stand for lines of their kind counted, not kept (a flood of one line).
+    repeats: pl.DataFrame = field(default_factory=lambda: _empty(S.REPEATS))
+
+    def lines_of(self, table: str, rows: pl.DataFrame) -> pl.Series:
+        """Per row of `rows` (rows of `table`, any columns but `path` and `line` kept): the input lines it
+        stands for, itself and those of its kind counted, not kept (`repeats`; 1 for almost every row). A
+        rule that counts lines sums this instead of counting rows."""
+        more = self.repeats.filter(pl.col("table") == table).select("path", "line", "more")
+        if more.is_empty() or rows.is_empty():
+            return pl.Series("lines", [1] * rows.height, dtype=pl.Int64)
+        got = rows.select("path", "line").join(more, on=["path", "line"], how="left", maintain_order="left")
+        return (got["more"].fill_null(0) + 1).alias("lines")
 
     @functools.cached_property
     def _full(self) -> FullFrames:

@@ -243,6 +243,10 @@ UNKNOWN = _with_origin(
     }
 )
 
+# Rows of an evidence table that stand for more lines than themselves: the first kept row of a kind whose
+# other lines were counted, not kept (parse/logs/keep/bounded.py; `LogFrames.lines_of`).
+REPEATS: Schema = {"table": pl.Utf8, "path": pl.Utf8, "line": pl.Int64, "more": pl.Int64}
+
 # Per (path, host, pid) process stream: span of lines, for hang analysis.
 STREAMS: Schema = {
     "path": pl.Utf8,

@@ -22,6 +22,15 @@ class Tuning:
     # --- log parser -------------------------------------------------------------------------------
     batch_lines: int = 125_000  # lines parsed together (per-call costs vs. memory held per process)
     pending_lines: int = 250_000  # lines left for the general path, gathered across batches
+    # ... and the bytes of either, whichever bound comes first: lines of up to `max_line_chars` (64 K) made a
+    # batch of 125,000 lines up to 8 GB (256 MB of 60 KB lines: 615 MiB peak, bench_memory.py `mb_lines`).
+    # Real logs (~100-200 B a line) reach the line bounds first (~20 / ~40 MB), so their speed is unchanged.
+    batch_bytes: int = 32 << 20
+    pending_bytes: int = 64 << 20
+    # Lines the general path parses at once: it holds ~3.6 KB per line while it runs, so a piece of evidence
+    # lines only (every line an `Xid` or a WARN) flushed 166 k lines at once, +600 MiB (bench_memory.py `kept`).
+    # Real logs send a few thousand lines per piece down that path (the rest is COLL or inert): unchanged.
+    flush_lines: int = 32_768
     polars_regex_min_rows: int = 3000  # below this, a Python regex loop beats a Polars pass
     # The family dispatch (one pattern of every family) runs as one Polars pass from this many rows, a Python
     # loop with needle prefilters below: 2,129 application lines 54 -> 19 ms; 619 Init lines 4 ms in Python,
@@ -45,8 +54,16 @@ class Tuning:
     # Rows of one per-line table (WARNs, evidence lines, PyTorch lines, …) kept per input and in all: the
     # first and the last half of each (`bounded.py`), the rest counted in a note. Real logs hold at most a
     # few hundred of one kind per input; an 80 MB log of `Xid` lines held every one.
-    max_kept_rows_per_input: int = 4096
+    # Per input 16,384: the biggest real input (mlperf50oracle_64node_h200_lora, 512 ranks in one file) holds
+    # 7,378 WARN lines, which 4,096 cut (benign-warn said 4,096 where the log holds 5,574 on its 41oracle twin).
+    max_kept_rows_per_input: int = 16_384
     max_kept_rows: int = 131_072
+    # Rows of one kind (one process, one message with its numbers masked) kept per input in the evidence
+    # tables (WARN, unknown, PyTorch, catalog lines; `bounded.py`): the first and the last half, the rest
+    # counted and carried by the kind's first row (`LogFrames.repeats`), so counts stay whole. The most a
+    # real input holds of one kind is far below (tests/parse/test_kept_kinds.py reads the corpus); an 80 MB
+    # log of `Xid` lines keeps 1,024 of them instead of every one.
+    max_kept_rows_per_kind: int = 1024
     fast_paths: bool = (
         True  # COLL lines field by field, inert lines rejected early (off: all take the general path)
     )

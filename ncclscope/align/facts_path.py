@@ -52,13 +52,25 @@ class CommPath:
     ring_plan: str | None = None  # NCCL's ring plan in the file of its first such line (align.facts_bw)
 
 
-def _owners(logs: LogFrames, inits: pl.DataFrame) -> pl.DataFrame:
+# COLL lines name a communicator too (a TUNING line follows its collective's), but reading them again
+# (`LogFrames.collectives`) re-reads the whole input keeping every COLL and unknown line: a 1 GB log of 7 M
+# COLL lines went past 2 GiB here (bench_memory.py `coll_desync`), the 524 MB `mixed` bench log (5 M
+# application lines) held 1.9 GB. So the COLL lines are owners only when held already, or for a small input
+# (every unknown line kept: the re-read holds what the first read did) with at most this many COLL lines
+# or TUNING lines that need them; else the init lines are the owners (connection and channel lines follow
+# their communicator's init or first collective; TUNING lines of a process interleaving communicators in
+# a big input may then be counted under the one it initialised last).
+OWNER_COLL_LINES = 250_000  # ~125 MB of rows at most
+
+
+def _owners(logs: LogFrames, inits: pl.DataFrame, *, tuned: bool = True) -> pl.DataFrame:
     """(path, pid, line, comm_key): each init or collective line that names a communicator."""
     ptrs = (
         inits.filter(pl.col("comm_ptr").is_not_null()).select("path", "pid", "comm_ptr", "comm_key").unique()
     )
     own = [inits.select("path", "pid", "line", "comm_key")]
-    if logs.collectives.height and ptrs.height:
+    small = logs.unknown_count is None and (logs.coll.lines <= OWNER_COLL_LINES or tuned)
+    if (logs.coll.frame is not None or small) and ptrs.height and logs.coll.lines:
         c = logs.collectives.select("path", "pid", "line", "comm_ptr").join(
             ptrs, on=["path", "pid", "comm_ptr"]
         )
@@ -109,14 +121,14 @@ def comm_paths(logs: LogFrames, inits: pl.DataFrame) -> tuple[CommPath, ...]:
     """The data path of every communicator `inits` (`rankmap.init_rows`) names, in key order."""
     if inits.is_empty():
         return ()
-    owners = _owners(logs, inits)
+    k = logs.known.filter(pl.col("message").fill_null("").str.contains(TUNED))
+    owners = _owners(logs, inits, tuned=k.height > 0)
     kind = transport().fill_null("?")
     nic = pl.when(kind == "NET").then(
         pl.concat_str([pl.col("net").fill_null("?"), pl.col("net_dev").cast(pl.Utf8)], separator="/")
     )
     conn = _attach(logs.connections.select("path", "pid", "line", t=transport_label(), nic=nic), owners)
     ch = _attach(logs.channels.select("path", "pid", "line", "kind", "coll_channels", "pxn", "gdr"), owners)
-    k = logs.known.filter(pl.col("message").fill_null("").str.contains(TUNED))
     k = k.select("path", "pid", "line", m=pl.col("message").str.extract_groups(TUNED)).unnest("m")
     k = k.with_columns(
         a=pl.col("algo").replace(ALGOS).str.to_uppercase(),

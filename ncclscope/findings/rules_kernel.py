@@ -90,6 +90,9 @@ def xid_rows(ctx: Context) -> pl.DataFrame:
         xhost=pl.col("text").str.extract(SYSLOG_HOST, 1),
     ).filter(pl.col("code").is_not_null())
     return rows.with_columns(
+        lines=ctx.logs.lines_of(
+            "unknown", rows
+        ),  # a flood of one Xid keeps its first and last lines, counted
         cause=pl.col("detail").str.extract(CAUSED_BY, 1).cast(pl.Int64, strict=False),
         host=pl.coalesce("host", "xhost"),
         pid=pl.coalesce(pl.col("pid"), pl.col("detail").str.extract(XID_PID, 1).cast(pl.Int64, strict=False)),
@@ -125,7 +128,7 @@ def gpu_xid(ctx: Context) -> Iterable[Finding]:
         direct = sorted((x for x in seen if x.role != "echo"), key=lambda x: ROLE_ORDER[x.role])
         head = direct[0] if direct else (named[0] if named else seen[0])
         by_name = not direct and bool(named)
-        echoes = g.filter(pl.col("code") == 45).height
+        echoes = int(g.filter(pl.col("code") == 45)["lines"].sum() or 0)
         sev: Severity = (
             "error" if head.severity == "error" else "warning" if head.severity == "warning" else "info"
         )

@@ -46,7 +46,10 @@ def _warns(ctx: Context) -> pl.DataFrame:
     """WARN rows with their shape, teardown flag and meaning family (`meaning`, null when none); a line
     of a family whose cause is `benign` counts as benign."""
     w = ctx.logs.warnings.filter(pl.col("level") == "WARN")
-    w = w.with_columns(shape=shape(), teardown=ctx.phase.benign_teardown(w))
+    # `lines`: the lines a row stands for (a flood of one WARN keeps its first and last rows, the rest counted)
+    w = w.with_columns(
+        shape=shape(), teardown=ctx.phase.benign_teardown(w), lines=ctx.logs.lines_of("warnings", w)
+    )
     w = w.join(_meanings(w), on="shape", how="left")
     benign_family = pl.col("meaning").is_in([f.id for f in M.families() if f.cause == "benign"])
     return w.with_columns(benign=pl.col("benign").fill_null(False) | benign_family.fill_null(False))
@@ -85,7 +88,7 @@ def _unread(ctx: Context) -> pl.DataFrame:
 def _quoted(ctx: Context) -> pl.DataFrame:
     """NCCL errors quoted by PyTorch (`Last error:`) or nccl-tests (findings.quoted) that no finding cites
     (the line or, for `Last error:`, the next) and a family claims, with their shape and meaning."""
-    schema = {**ORIGIN, "message": pl.Utf8, "shape": pl.Utf8, "meaning": pl.Utf8}
+    schema = {**ORIGIN, "message": pl.Utf8, "shape": pl.Utf8, "meaning": pl.Utf8, "lines": pl.Int64}
     rows = Q.quoted(ctx)
     cited = _cited(ctx)
     rows = rows.join(cited, on=["path", "line"], how="anti").join(
@@ -93,13 +96,20 @@ def _quoted(ctx: Context) -> pl.DataFrame:
     )
     if rows.is_empty():
         return pl.DataFrame(schema=schema)
-    rows = rows.with_columns(shape=shape(), src_file=pl.lit(None, dtype=pl.Utf8))
+    rows = rows.with_columns(shape=shape(), src_file=pl.lit(None, dtype=pl.Utf8), lines=pl.lit(1, pl.Int64))
     rows = rows.join(_meanings(rows), on="shape", how="left").filter(pl.col("meaning").is_not_null())
     return rows.select(list(schema))
 
 
 def _kinds(rows: pl.DataFrame) -> pl.DataFrame:
-    return rows.group_by("shape", maintain_order=True).agg(pl.len().alias("n"), pl.col("message").first())
+    return rows.group_by("shape", maintain_order=True).agg(
+        pl.col("lines").sum().alias("n"), pl.col("message").first()
+    )
+
+
+def _lines(rows: pl.DataFrame) -> int:
+    """Input lines `rows` stand for (`LogFrames.lines_of`)."""
+    return int(rows["lines"].sum() or 0)
 
 
 @rule(
@@ -119,7 +129,7 @@ def unexplained_warn(ctx: Context) -> Iterable[Finding]:
         return []
     kinds = _kinds(left)
     first = kinds.row(0, named=True)
-    title = f"{left.height} WARN line(s) of {kinds.height} kind(s) that no rule explains, first: {first['message']}"
+    title = f"{_lines(left)} WARN line(s) of {kinds.height} kind(s) that no rule explains, first: {first['message']}"
     examples = left.unique("shape", keep="first", maintain_order=True).head(MAX_SHAPES)
     return [
         make(
@@ -133,7 +143,7 @@ def unexplained_warn(ctx: Context) -> Iterable[Finding]:
             examples,
             ctx,
             metrics={
-                "lines": left.height,
+                "lines": _lines(left),
                 "kinds": [{"message": m, "count": n} for _, n, m in kinds.head(MAX_SHAPES).iter_rows()],
             },
         )
@@ -149,14 +159,14 @@ def unexplained_warn(ctx: Context) -> Iterable[Finding]:
 )
 def nccl_warn(ctx: Context) -> Iterable[Finding]:
     """WARN lines left after every other rule (not benign, not teardown, not cited) whose message a meaning
-        family claims: one finding per family, in order of first appearance, with that family's cause class
-        (metrics.cause_class: configuration, resource, network, hardware/driver, peer-failure, internal,
-        teardown), severity, NCCL variables and why/try; the advice is the family's variant that matches the
-        first line's text. Severity is the family's (error, warning or info), and error when a warning-weight
-    WARN's own error trail reaches the API boundary (findings.trail_fatal: the call failed). Also NCCL errors other programs
-        quote (findings.quoted: PyTorch's `Last error:` text, nccl-tests' `Test CUDA|NCCL failure`) when no
-        finding cites them."""
-    cols = [*CITE, "message", "shape", "meaning"]
+    family claims: one finding per family, in order of first appearance, with that family's cause class
+    (metrics.cause_class: configuration, resource, network, hardware/driver, peer-failure, internal,
+    teardown), severity, NCCL variables and why/try; the advice is the family's variant that matches the
+    first line's text. Severity is the family's (error, warning or info), and error when a warning-weight
+    WARN's own error trail reaches the API boundary (findings.trail_fatal: the call failed). Also NCCL errors
+    other programs quote (findings.quoted: PyTorch's `Last error:` text, nccl-tests' `Test CUDA|NCCL failure`)
+    when no finding cites them."""
+    cols = [*CITE, "message", "shape", "meaning", "lines"]
     left = pl.concat(
         [_unread(ctx).filter(pl.col("meaning").is_not_null()).select(cols), _quoted(ctx).select(cols)],
         how="vertical_relaxed",
@@ -188,8 +198,8 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
         if fatal is not None:
             sev = "error"
             title += f" ({fatal.words()})"
-        if rows.height > 1:
-            title += f" (+{rows.height - 1} line(s), {kinds.height} kind(s))"
+        if _lines(rows) > 1:
+            title += f" (+{_lines(rows) - 1} line(s), {kinds.height} kind(s))"
         out.append(
             make(
                 "nccl-warn",
@@ -205,7 +215,7 @@ def nccl_warn(ctx: Context) -> Iterable[Finding]:
                     "variables": list(fam.variables),
                     "read_from": list(fam.read),
                     "source": list(M.source_of(first)),
-                    "lines": rows.height,
+                    "lines": _lines(rows),
                     "kinds": [{"message": m, "count": n} for _, n, m in kinds.head(MAX_SHAPES).iter_rows()],
                     **({"context": seen.evidence()} if seen is not None else {}),
                     **({"repeats": seen.repeats} if seen is not None and seen.repeats else {}),
@@ -231,7 +241,11 @@ def benign_warn(ctx: Context) -> Iterable[Finding]:
     # the finding's ranks and hosts are those of every line, not of the first cited one (issue 31).
     kinds = (
         w.group_by("reason", "shape", maintain_order=True)
-        .agg(pl.len().alias("n"), pl.col("message").first(), pl.col("host").n_unique().alias("hosts"))
+        .agg(
+            pl.col("lines").sum().alias("n"),
+            pl.col("message").first(),
+            pl.col("host").n_unique().alias("hosts"),
+        )
         .sort("n", descending=True, maintain_order=True)
     )
     summary = "; ".join(f"{n} × {m}" for n, m in kinds.select("n", "message").head(4).iter_rows())
@@ -239,7 +253,7 @@ def benign_warn(ctx: Context) -> Iterable[Finding]:
     f = make(
         "benign-warn",
         "info",
-        f"{w.height} known-benign WARN line(s) of {kinds.height} kind(s): {summary}"[:200],
+        f"{_lines(w)} known-benign WARN line(s) of {kinds.height} kind(s): {summary}"[:200],
         "These WARNs appear in healthy runs: " + " ".join(f"({i + 1}) {r}." for i, r in enumerate(reasons)),
         "Nothing to do; they are listed so that a reader of the raw log knows they were read.",
         w.unique(["reason", "shape"], keep="first", maintain_order=True),

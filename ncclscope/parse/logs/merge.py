@@ -19,7 +19,7 @@ from ncclscope import schema as S
 from ncclscope.errors import InputError
 from ncclscope.frames import Coverage, InputInfo, in_order
 from ncclscope.parse.logs.engine.reader import ReadStats, count_notes
-from ncclscope.parse.logs.keep.bounded import Caps, Trimmed, bound
+from ncclscope.parse.logs.keep.bounded import Caps, Trimmed, bound, caps_for
 from ncclscope.parse.logs.lines import STREAM_LINE_COLUMNS, final_streams, merge_streams
 from ncclscope.parse.logs.reduce import TABLES, Keep, PieceFacts
 from ncclscope.tuning import Tuning
@@ -143,8 +143,7 @@ class Merged:
         self.whole_unknown = keep.unknown and all(f.whole_unknown for f in ordered)
         trimmed = Trimmed()
         for f in ordered:
-            trimmed.counts.update(f.trimmed)
-        caps = Caps(tuning.max_kept_rows_per_input, tuning.max_kept_rows) if keep.bounded else Caps(0, 0)
+            trimmed.add(f.trimmed)
         self.tables = {
             n: _table([f.tables[n] for f in ordered if n in f.tables], s) for n, s in TABLES.items()
         }
@@ -154,8 +153,10 @@ class Merged:
             )
         for name in TABLES:
             if name != "unknown" or not self.whole_unknown:
+                caps = caps_for(name, tuning) if keep.bounded else Caps(0, 0)
                 self.tables[name] = bound(self.tables[name], name, caps, trimmed)
         self.notes += tuple(trimmed.notes())
+        self.repeats = trimmed.repeats(self.tables)
         self.procs, self.seqs = FC.merge([f.procs for f in ordered], [f.seqs for f in ordered])
         self.coll_lines = sum(f.coll_lines for f in ordered)
         frames = [f.coll_frame for f in ordered if f.coll_frame is not None and f.coll_frame.height]

@@ -149,6 +149,7 @@ def read_logs(
         notes=(*spool.notes, *m.notes) if spool is not None else m.notes,
         nccltests_marked=m.marked - {STDIN},
         unknown_count=None if m.whole_unknown else m.unknown_count,
+        repeats=m.repeats,
         rebuild=partial(
             _full_frames, tuple(paths), tuning, spool, policy
         ),  # (each holds the spool while it lives)

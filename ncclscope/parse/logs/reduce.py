@@ -12,7 +12,6 @@ keep's (`inert`, under the reading's `KeepPolicy`).
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -23,7 +22,7 @@ from ncclscope.errors import InputError
 from ncclscope.parse.logs.engine.pieces import Piece, read_segment
 from ncclscope.parse.logs.engine.reader import ReadStats
 from ncclscope.parse.logs.keep import evidence, inert
-from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed
+from ncclscope.parse.logs.keep.bounded import Caps, Held, Trimmed, caps_for
 from ncclscope.parse.logs.keep.policy import POSITIONAL, KeepPolicy
 from ncclscope.parse.logs.lines import (
     TABLES,
@@ -88,7 +87,7 @@ class PieceFacts:
         None  # (path, field, n): values out of range or not a number, kept as null
     )
     whole_unknown: bool = False  # `tables["unknown"]` holds every unknown line of the piece
-    trimmed: Counter[tuple[str, str]] = field(default_factory=Counter)  # (table, path): rows left out
+    trimmed: Trimmed = field(default_factory=Trimmed)  # rows left out, per (table, path) and kind
 
 
 @dataclass(frozen=True)
@@ -156,7 +155,7 @@ class _Acc:
     def _caps(self, name: str) -> Caps:
         if (name == "unknown" and self.whole) or not self.keep.bounded:  # `whole`: bounded by the budget
             return Caps(0, 0)
-        return Caps(self.tuning.max_kept_rows_per_input, self.tuning.max_kept_rows)
+        return caps_for(name, self.tuning)
 
     def add(self, name: str, df: pl.DataFrame) -> None:
         if df.height:
@@ -305,7 +304,7 @@ class _Acc:
             frozenset(self.marked),
             pl.concat(self.overflow) if self.overflow else None,
             self.whole,
-            self.trimmed.counts,
+            self.trimmed,
         )
 
 
@@ -314,7 +313,7 @@ def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, keep: Keep = Keep()) ->
     (raised by the caller, in input order); what was read before it is kept."""
     acc = _Acc(keep, tuning)
     batch: list[pl.DataFrame] = []
-    held = 0
+    held = held_bytes = 0
     stats: list[tuple[str, int, ReadStats]] = []
     error: InputError | None = None
     try:
@@ -325,9 +324,10 @@ def reduce_piece(piece: Piece, tuning: Tuning = DEFAULT, keep: Keep = Keep()) ->
                 acc.widen(seg.path, st)
                 batch.append(chunk)
                 held += chunk.height
-                if held >= tuning.batch_lines:
+                held_bytes += int(chunk.estimated_size())
+                if held >= tuning.batch_lines or held_bytes >= tuning.batch_bytes:
                     acc.batch(pl.concat(batch))
-                    batch, held = [], 0
+                    batch, held, held_bytes = [], 0, 0
     except InputError as e:
         error = e
     if batch:
