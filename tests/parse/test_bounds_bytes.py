@@ -15,8 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ncclscope.parse.logs import reduce
 from ncclscope.parse.logs.engine.reader import ReadStats, read_chunks
+from ncclscope.parse.logs.lines import general
 from ncclscope.parse.logs.read import read_logs
 from ncclscope.session import keep_policy
 from ncclscope.tuning import Tuning
@@ -77,12 +77,12 @@ def test_flush_runs_the_general_path_in_slices(tmp_path: Path, monkeypatch: pyte
     p = tmp_path / "warns.log"
     p.write_text("\n".join([INIT] + [WARN.format(i) for i in range(1000)]) + "\n")
     seen: list[int] = []
-    real = reduce.prepare
+    real = general.prepare
 
     def spy(raw: pl.DataFrame, tuning: Tuning) -> pl.DataFrame:
         seen.append(raw.height)
         return real(raw, tuning)
 
-    monkeypatch.setattr(reduce, "prepare", spy)
+    monkeypatch.setattr(general, "prepare", spy)
     read_logs([str(p)], tuning=Tuning(flush_lines=100))
     assert seen and max(seen) <= 100 and sum(seen) >= 1001
