@@ -208,7 +208,7 @@ def _hints(origin: pl.DataFrame) -> pl.DataFrame:
     hosts_per_tag = tagged.group_by("rank_hint").agg(pl.col("host").n_unique().alias("n"))
     if hosts_per_tag.height and hosts_per_tag["n"].max() > 1:  # type: ignore[operator]
         tagged = tagged.clear()
-    return tagged.sort("line").group_by(PROC).agg(pl.col("rank_hint").first().alias("rank_hint"))
+    return tagged.sort("line", "path").group_by(PROC).agg(pl.col("rank_hint").first().alias("rank_hint"))
 
 
 def _proc_defaults(origin: pl.DataFrame) -> pl.DataFrame:
@@ -245,14 +245,17 @@ def participants(
     )
     multi = cand.group_by(PROC).agg(pl.col("rank").drop_nulls().n_unique().alias("n_ranks"))
     cand = cand.join(multi, on=PROC)
+    # Rows of one process differ by device: the heaviest evidence wins, the lowest device breaks a tie
+    # (a bare weight sort is not stable, and `keys` comes in no set order: the pick changed per run).
+    best = [pl.col("weight"), pl.col("dev")]
     several = (
         cand.filter((pl.col("n_ranks") > 1) & pl.col("rank").is_not_null())
-        .sort("weight", descending=True)
-        .unique([*PROC, "rank"], keep="first")
+        .sort(best, descending=[True, False], nulls_last=True)
+        .unique([*PROC, "rank"], keep="first", maintain_order=True)
     )
     single = (
         cand.filter(pl.col("n_ranks") <= 1)
-        .sort("weight", descending=True)
+        .sort(best, descending=[True, False], nulls_last=True)
         .group_by(PROC, maintain_order=True)
         .agg(
             pl.col("dev").first(),

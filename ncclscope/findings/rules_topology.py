@@ -144,7 +144,11 @@ def _neighbour_checks(nb: pl.DataFrame, ctx: Context) -> list[Finding]:
         pl.col("prev").alias("peer_prev"),
         pl.col("path").alias("p2"),
         pl.col("line").alias("l2"),
-    ).unique(["comm_key", "channel", "nxt"])
+    )
+    # several lines name one ring position: the first in file order is the evidence (keep="any" varied)
+    peer = peer.sort("p2", "l2", nulls_last=True, maintain_order=True).unique(
+        ["comm_key", "channel", "nxt"], keep="first", maintain_order=True
+    )
     bad = nb.join(peer, on=["comm_key", "channel", "nxt"]).filter(pl.col("peer_prev") != pl.col("me"))
     if bad.is_empty():
         return []

@@ -86,7 +86,9 @@ def file_ranks(logs: LogFrames) -> pl.DataFrame:
     multi = hinted.group_by("path").agg(pl.col("rank_hint").n_unique().alias("_k")).filter(pl.col("_k") > 1)
     named = named.join(multi, on="path", how="anti").filter(pl.col("_n").is_not_null())
     out = named.join(solo, on="path", how="left").select("path", pl.coalesce("frank", "_n").alias("frank"))
-    return pl.concat([out, solo.join(out, on="path", how="anti")], how="vertical_relaxed").unique("path")
+    return pl.concat([out, solo.join(out, on="path", how="anti")], how="vertical_relaxed").unique(
+        "path", keep="first", maintain_order=True
+    )
 
 
 def with_file_rank(torch: pl.DataFrame, franks: pl.DataFrame) -> pl.DataFrame:
@@ -151,7 +153,8 @@ def torchrun_exits(torch: pl.DataFrame) -> pl.DataFrame:
         pl.col("detail").str.extract(r"^sent (SIG\w+)", 1).alias("_sent"),
         pl.col("detail").str.extract(r"pid (\d+)", 1).cast(pl.Int64, strict=False).alias("pid"),
     )
-    exits = exits.join(sent.unique("pid"), on="pid", how="left")
+    # one pid sent two signals: the first printed counts (keep="any" picked one per run)
+    exits = exits.join(sent.unique("pid", keep="first", maintain_order=True), on="pid", how="left")
     out = exits.with_columns(
         pl.col("_rank").alias("rank"),
         (pl.col("_sec") == "root_cause").alias("root_cause"),

@@ -154,8 +154,10 @@ def torch_progress(logs: LogFrames) -> pl.DataFrame:
     detects = (pl.col("kind") == "dump_signal") & pl.col("detail").is_in(
         ["this_local_rank", "broadcast", "first_pg"]
     )
+    # `first()` below takes the best-ranked line of each (group, rank): the sort must break every tie
+    # (same kind and line number in two files) or the evidence line changes with the thread count.
     out = (
-        t.sort("_prio", "line")
+        t.sort("_prio", "line", "path", maintain_order=True)
         .group_by("group", "grank")
         .agg(
             first_t.alias("timed_out_seq"),
@@ -173,6 +175,9 @@ def torch_progress(logs: LogFrames) -> pl.DataFrame:
         )
     )
     out = out.with_columns(pl.lit("torch").alias("source"), pl.col("grank").alias("rank"))
+    # group_by hands groups back in no set order and the verdicts follow this frame's order: groups in
+    # numeric order ("2" before "10"; the unnamed "?" after the numbers), ranks ascending.
+    out = out.sort(pl.col("group").str.len_chars(), "group", "rank")
     return S.conform(out, PROGRESS)
 
 
