@@ -51,6 +51,16 @@ IB_FATAL_ASYNC = (
     r"(?i)async fatal event|access violation work queue|invalid request local work queue|"
     r"catastrophic error|\bCQ error|port error"
 )
+# ibv async events that report a notification, not a failure (libibverbs ibv_event_type_str): the subnet
+# manager asking clients to re-register (after an SM restart: `client reregistration`), a new master SM, a
+# migrated path, queue bookkeeping. NCCL before 2.19 printed every event as a WARN (`Got async event : %s`,
+# net_ib.cc ncclIbAsyncThreadMain); alone they are no failure. Not here: a GID table change (a RoCE address
+# changed under NCCL's GID: see findings.meanings), LID/P_Key changes (paths or partitions changed) and
+# `port active` (the port was down before it): each can break connections that were set up.
+IB_NOTICE_ASYNC = (
+    r"(?i)client reregistration|SM change|path migrated|communication established|send queue drained|"
+    r"last WQE reached|SRQ limit reached"
+)
 FAILURE_FAMILIES = ["ib_completion", "ib_async", "cuda", "oom", "shm", "duplicate_gpu", "nvls"]
 
 
@@ -382,6 +392,9 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
     first = rows.row(0, named=True)
     status = first["status"]
     meaning = IB_STATUS.get(int(status), "see ibv_wc_status") if status is not None else None
+    msg = pl.col("message").fill_null(pl.col("text"))
+    if rows.filter((pl.col("family") != "ib_async") | ~msg.str.contains(IB_NOTICE_ASYNC)).is_empty():
+        return [_ib_notice(rows, ctx)]
     if first["family"] == "ib_async":
         title = f"IB async event, first {where(rows.head(1), ctx)}: {first['message'] or first['text']}"[:160]
     elif first["family"] == "ofi_completion":
@@ -406,6 +419,27 @@ def ib_error(ctx: Context) -> Iterable[Finding]:
             metrics={"statuses": statuses, "cause_class": cause},
         )
     ]
+
+
+def _ib_notice(rows: pl.DataFrame, ctx: Context) -> Finding:
+    """Only notification events (IB_NOTICE_ASYNC): said as info, with what they usually mean."""
+    first = rows.row(0, named=True)
+    return make(
+        "ib-error",
+        "info",
+        f"IB port notification (not an error), first {where(rows.head(1), ctx)}: {first['message'] or first['text']}"[
+            :160
+        ],
+        "libibverbs reports these asynchronous events as notifications (the subnet manager asking clients to "
+        "re-register after it restarts, a new master SM, a migrated path); NCCL before 2.19 printed every async "
+        "event as a WARN. No queue pair, completion queue, port or device went to error.",
+        "Nothing to fix on its own. If the job failed or slowed at the same time, check the subnet manager's log "
+        "and the port's counters (ibstat, perfquery): an SM restart can briefly reroute traffic.",
+        rows.unique(["host", "pid"], keep="first", maintain_order=True).head(8),
+        ctx,
+        ordered=True,
+        metrics={"statuses": [], "cause_class": "info"},
+    )
 
 
 IB_WHY = (

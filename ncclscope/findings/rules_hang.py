@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from ncclscope.findings.agent_exit import agent_failures
 from ncclscope.findings.registry import REGISTRY, Context, rule
 from ncclscope.hang.classify import HangVerdict, ev, fmt_ranks
 from ncclscope.hang.verdict import HangView
@@ -101,7 +102,8 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
     in: …`) while an error-group rule (duplicate-gpu, nvls-failure, …) names NCCL's reason on that rank is
     a warning: the exception is the echo of that finding, which heads the report. When a
     collective is stuck, a log that ends mid-line (no final newline) is reported as a warning: the
-    writer was killed mid-write."""
+    writer was killed mid-write. With no rank known dead, torchrun's own `failed (exitcode: C) local_rank: L`
+    line names a worker killed by a signal (`findings.agent_exit`), without a global rank."""
     rep = ctx.hang
     causes = {int(c["rank"]): c for c in rep.causes.filter(~pl.col("echo")).iter_rows(named=True)}
     for r, e in rep.exited:
@@ -125,6 +127,9 @@ def rank_exited(ctx: Context) -> Iterable[Finding]:
             evidence=(e, *_echo_evidence(rep, 4)),
             metrics={"rank": r, **_echo_metrics(rep)},
         )
+    if not rep.exited:  # no rank known dead: the agent's own line, when its table was cut
+        pids = set(rep.exits["pid"].drop_nulls().to_list()) if rep.exits is not None else set()
+        yield from agent_failures(ctx.logs.torch, pids, WHY["d"], FIX["d"])
     ends = rep.ends if rep.ends is not None else pl.DataFrame()
     if ends.height and rep.verdicts:  # pasted excerpts often lack a final newline: only say so in a hang
         for row in ends.filter(pl.col("mid_line")).iter_rows(named=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from logframes_builder import init, logs, proc, run, warn
 
 A, B, C = proc("node-a", 100, 0), proc("node-b", 200, 0), proc("node-c", 300, 0)
@@ -104,6 +105,7 @@ def test_ib_status_decoded_and_flush_is_consequence() -> None:
 def test_ib_async_event_and_silence() -> None:
     [f] = run("ib-error", logs(warnings=[warn(A, "ib_async", "NET/IB : Got async event : GID table change")]))
     assert "GID table change" in f.title
+    assert f.severity == "error"  # a RoCE address changed under NCCL's GID: not a mere notification
     assert run("ib-error", logs(network=[{**A, "kind": "ib_dev", "hca": "mlx5_0"}])) == []
 
 
@@ -235,3 +237,40 @@ def test_incompatible_peer_gets_its_own_advice_not_firewall() -> None:
         logs(warnings=[warn(A, "socket", "Connect to 10.0.0.2<4000> failed : No route to host")]),
     )
     assert g.metrics["cause"] == "no-route" and "NCCL_SOCKET_IFNAME" in g.fix
+
+
+@pytest.mark.parametrize(
+    "event",
+    ["client reregistration", "SM change", "path migrated", "communication established"],
+)
+def test_ib_notification_events_alone_are_info(event: str) -> None:
+    [f] = run("ib-error", logs(warnings=[warn(A, "ib_async", f"NET/IB : Got async event : {event}")]))
+    assert f.severity == "info" and event in f.title
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        "port error",
+        "local catastrophic error",
+        "CQ error",
+        "async fatal event: QP",
+        "LID change",
+        "port active",
+    ],
+)
+def test_ib_failure_events_stay_errors(event: str) -> None:
+    [f] = run("ib-error", logs(warnings=[warn(A, "ib_async", f"NET/IB : Got async event : {event}")]))
+    assert f.severity == "error"
+
+
+def test_a_notification_beside_a_completion_error_is_still_an_error() -> None:
+    rows = [
+        warn(A, "ib_async", "NET/IB : Got async event : client reregistration"),
+        {
+            **warn(A, "ib_completion", "NET/IB : Got completion from peer 10.0.0.2<1> with status=12"),
+            "status": 12,
+        },
+    ]
+    [f] = run("ib-error", logs(warnings=rows))
+    assert f.severity == "error"
