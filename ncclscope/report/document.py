@@ -111,8 +111,9 @@ def _lists(v: object) -> object:
 
 
 class AnalyzeJson(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """The JSON of `ncclscope analyze --format json` and `ncclscope report -o x.json`. schema_version changes
-    when a field is removed, renamed or retyped; new optional fields may appear without a change."""
+    """The JSON of `ncclscope analyze --format json` and `ncclscope report -o x.json`. schema_version's major
+    number changes when a field is removed, renamed or retyped, its minor number when a field is added: this
+    schema is strict (no unknown fields), so validate a document against the schema of its own version."""
 
     schema_version: Annotated[str, msgspec.Meta(description="the version of this schema")]
     ncclscope: Annotated[str, msgspec.Meta(description="version of ncclscope that wrote it")]

@@ -1,8 +1,9 @@
 """Report stage: the version of every JSON output's schema (`analyze`, `report -o x.json`, `rules`,
 `coverage`).
 
-Bumped on a change a reader could trip on: a field removed, renamed or retyped (a new optional field
-is not a change). The published JSON Schema (`ncclscope/schemas/analyze.schema.json`) states the same
+The major number is bumped when a field is removed, renamed or retyped, the minor number when a field is
+added (the published schema is strict: it rejects fields it does not list, so a document validates against
+the schema of its own version). The published JSON Schema (`ncclscope/schemas/analyze.schema.json`) states the same
 number, and a test checks that they agree.
 """
 
