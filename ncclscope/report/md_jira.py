@@ -33,8 +33,8 @@ _ENTITY = {
 # One pass over the text, the first alternative that matches at a position wins.
 _READ = re.compile(
     r"(?P<ent>[&<>\\{}\[\]|])"
-    # a URL's scheme (Jira links `https://…` by itself) and `www.`
-    r"|(?P<scheme>(?i:\b(?:https?|s?ftp|file|mailto|irc|news|nntp|ssh|telnet):|\bwww\.))"
+    # a URL's scheme (Jira links `https://…` by itself), `www.`, and any other `x://` (a scheme Jira may know)
+    r"|(?P<scheme>(?i:\b(?:https?|s?ftp|file|mailto|irc|news|nntp|ssh|telnet):|\bwww\.)|:(?=//))"
     # emoticons: `(x)`, `(!)`, `(on)`, … and `:)`, `;P`, …
     r"|(?P<emo>\((?=(?:y|n|i|/|x|!|\+|-|\?|on|off|\*[rgby]?|flag|flagoff)\))|[:;](?=[()PpDd]))"
     # phrase marks (*strong*, _emphasis_, -deleted-, +inserted+, ^sup^, ~sub~): Jira reads one only where
